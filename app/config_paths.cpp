@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// This file implements the configuration search path (see config_paths.h). Every lookup goes
+// through std::filesystem with error codes: a missing or unreadable directory is just skipped,
+// and the caller reports "not found" with the list of places it looked.
+#include "app/config_paths.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace vcpusim::app {
+namespace fs = std::filesystem;
+
+std::vector<std::string> config_search_dirs() {
+  std::vector<std::string> dirs;
+  // A user's override comes first, so a test or a packaged run can swap in other presets.
+  if (const char* env = std::getenv("VCPUSIM_CONFIG_DIR"); env && *env) dirs.emplace_back(env);
+#ifdef VCPUSIM_CONFIG_DIR
+  // Set by app/meson.build to the source tree's configs/, so a build runs without installing.
+  dirs.emplace_back(VCPUSIM_CONFIG_DIR);
+#endif
+  // An installed tree: <prefix>/bin/vcpusim next to <prefix>/share/vcpusim/configs.
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && !exe.empty())
+    dirs.push_back((exe.parent_path() / ".." / "share" / "vcpusim" / "configs").lexically_normal().string());
+  return dirs;
+}
+
+std::string find_config(const std::string& relative) {
+  if (relative.empty()) return "";
+  for (const std::string& dir : config_search_dirs()) {
+    fs::path p = fs::path(dir) / relative;
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
+std::vector<std::string> list_topology_presets() {
+  std::vector<std::string> names;
+  for (const std::string& dir : config_search_dirs()) {
+    std::error_code ec;
+    fs::directory_iterator it(fs::path(dir) / "topologies", ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      if (p.extension() == ".yaml" && it->is_regular_file(ec)) names.push_back(p.stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+}  // namespace vcpusim::app

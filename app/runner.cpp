@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+#include "app/runner.h"
+
+#include <chrono>
+#include <memory>
+
+#include "guest/guest_os.h"
+#include "guest/program.h"
+#include "guest/workload.h"
+#include "policies/registry.h"
+#include "sim/rng.h"
+
+namespace vcpusim::app {
+
+std::uint64_t repetition_seed(std::uint64_t master, std::uint32_t rep) {
+  return sim::derive_seed(master, "repetition/" + std::to_string(rep));
+}
+
+namespace {
+
+std::unique_ptr<guest::Workload> make_workload(const WorkloadSpec& w) {
+  if (w.kind == "program") return std::make_unique<guest::Program>(w.threads, w.phases);
+  return guest::find_workload(w.kind)->make(w.params);
+}
+
+}  // namespace
+
+RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const topo::Topology topology = topo::build_topology(spec.topology);
+  const policy::PolicyInfo* info = policy::find_policy(spec.policy);
+  hv::Host host(topology, spec.host, info->make(spec.policy_params), seed);
+
+  struct Dom {
+    const GroupSpec* group;
+    const hv::DomainSpec* spec;
+    hv::DomainId id;
+    std::unique_ptr<guest::GuestOs> os;
+  };
+  std::vector<Dom> doms;
+  for (const GroupSpec& g : spec.groups)
+    for (const hv::DomainSpec& d : g.instances) doms.push_back(Dom{&g, &d, 0, nullptr});
+  // Guests are created before add_domain so the host can hold their hook pointers; each guest's
+  // RNG streams are named after its domain, so adding a VM leaves the others' draws unchanged.
+  hv::VcpuId next_id = 0;
+  for (Dom& d : doms) {
+    std::vector<hv::VcpuId> ids(d.spec->vcpus);
+    for (std::uint32_t i = 0; i < d.spec->vcpus; ++i) ids[i] = next_id + i;
+    next_id += d.spec->vcpus;
+    d.os = std::make_unique<guest::GuestOs>(host, static_cast<hv::DomainId>(&d - doms.data()), ids,
+                                            make_workload(d.group->workload), d.group->bare_metal, spec.guest,
+                                            seed, "domain/" + d.spec->name);
+    d.id = host.add_domain(*d.spec, d.os.get());
+  }
+  host.start();
+  for (Dom& d : doms) d.os->start();
+  host.run_until(spec.duration);
+  host.check_conservation();
+
+  RunResult r;
+  r.seed = seed;
+  r.events = host.events_processed();
+  r.stale_events = host.events_stale();
+  r.simulated = spec.duration;
+  r.measured = host.measured();
+  const double meas = static_cast<double>(r.measured);
+  const double meas_s = sim::to_seconds(r.measured);
+  double busy = 0;
+  for (hv::PcpuId p = 0; p < topology.num_threads(); ++p) busy += static_cast<double>(host.pcpu_busy(p));
+  r.host_utilisation = busy / (meas * host.usable_pcpus().count());
+  for (const Dom& d : doms) {
+    DomainResult dr;
+    dr.name = d.spec->name;
+    dr.group = d.group->name;
+    dr.bare_metal = d.group->bare_metal;
+    dr.unit = std::string(d.os->workload().unit());
+    dr.throughput = d.os->results().throughput;
+    double run = 0, runnable = 0, blocked = 0, mig = 0, sw = 0;
+    for (hv::VcpuId v : host.domain(d.id).vcpus) {
+      const hv::VcpuStats st = host.vcpu_stats(v);
+      run += static_cast<double>(st.running);
+      runnable += static_cast<double>(st.runnable);
+      blocked += static_cast<double>(st.blocked);
+      mig += static_cast<double>(st.migrations);
+      sw += static_cast<double>(st.context_switches);
+    }
+    const double n = static_cast<double>(d.spec->vcpus);
+    dr.cpu = run / meas;
+    dr.steal_pct = 100.0 * runnable / (n * meas);
+    dr.blocked_pct = 100.0 * blocked / (n * meas);
+    dr.migrations_per_s = mig / meas_s;
+    dr.switches_per_s = sw / meas_s;
+    r.domains.push_back(dr);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.timing.wall_seconds = wall;
+  r.timing.events_per_second = wall > 0 ? static_cast<double>(r.events) / wall : 0;
+  r.timing.sim_to_wall = wall > 0 ? sim::to_seconds(r.simulated) / wall : 0;
+  return r;
+}
+
+std::map<std::string, double> RunResult::metrics() const {
+  std::map<std::string, double> m;
+  std::map<std::string, std::pair<double, double>> group_tp;  // sum, count
+  for (const DomainResult& d : domains) {
+    const std::string p = (d.bare_metal ? "bm." : "vm.") + d.name + ".";
+    m[p + "throughput"] = d.throughput;
+    m[p + "cpu"] = d.cpu;
+    m[p + "steal_pct"] = d.steal_pct;
+    m[p + "blocked_pct"] = d.blocked_pct;
+    m[p + "migrations_per_s"] = d.migrations_per_s;
+    m[p + "switches_per_s"] = d.switches_per_s;
+    if (d.name != d.group) {
+      auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];
+      g.first += d.throughput;
+      g.second += 1;
+    }
+  }
+  for (const auto& [g, v] : group_tp) {
+    m[g + ".throughput"] = v.first / v.second;  // the mean VM of the group
+    m[g + ".throughput_total"] = v.first;
+  }
+  m["events"] = static_cast<double>(events);
+  m["host_utilisation"] = host_utilisation;
+  return m;
+}
+
+}  // namespace vcpusim::app

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// This file defines the runner: it builds a Host, its policy and one GuestOs per domain from a
+// ScenarioSpec, runs it for the scenario's duration with one seed, and collects the results as
+// named metrics. A run is a pure function of (scenario, seed): the wall-clock figures are kept
+// apart in RunTiming.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "app/scenario.h"
+
+namespace vcpusim::app {
+
+struct DomainResult {
+  std::string name;       ///< instance name ("db-3")
+  std::string group;      ///< group name ("db")
+  bool bare_metal = false;
+  std::string unit;       ///< the workload's result unit per second
+  double throughput = 0;  ///< results per measured second
+  double cpu = 0;         ///< pCPUs' worth of running time (run time / measured time)
+  double steal_pct = 0;   ///< runnable-but-waiting time over (entities x measured), in %
+  double blocked_pct = 0; ///< blocked time over (entities x measured), in %
+  double migrations_per_s = 0;
+  double switches_per_s = 0;
+};
+
+struct RunTiming {
+  double wall_seconds = 0;
+  double events_per_second = 0;
+  double sim_to_wall = 0;  ///< simulated seconds per wall second
+};
+
+struct RunResult {
+  std::uint64_t seed = 0;
+  std::vector<DomainResult> domains;
+  std::uint64_t events = 0;
+  std::uint64_t stale_events = 0;
+  sim::Duration simulated = 0;
+  sim::Duration measured = 0;
+  double host_utilisation = 0;  ///< busy time over usable threads x measured
+  RunTiming timing;
+  /// Every per-domain, per-group and per-run figure by dotted name (vm.db.throughput, events...).
+  std::map<std::string, double> metrics() const;
+};
+
+/// The seed of repetition `rep` of a scenario whose master seed is `master` (rep 0 included:
+/// every repetition's seed is derived, so rep 0 is no special case).
+std::uint64_t repetition_seed(std::uint64_t master, std::uint32_t rep);
+
+/// Runs the scenario once with `seed`. Throws hv::InvariantViolation if the model breaks a rule.
+RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed);
+
+}  // namespace vcpusim::app

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// This file defines ScenarioSpec, everything a run needs, as plain structs: the machine, the
+// host (SMT, scheduler policy and its parameters, execution-model constants), and the groups of
+// VMs and bare-metal tasks with their resolved affinities, memory placement and workloads.
+// load_scenario() fills it from YAML and validates it completely, so that building and running
+// a scenario can only fail on a model invariant, never on input.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/yaml_reader.h"
+#include "guest/guest_os.h"
+#include "guest/program.h"
+#include "hypervisor/host.h"
+#include "sim/params.h"
+#include "topology/topology_spec.h"
+
+namespace vcpusim::app {
+
+struct WorkloadSpec {
+  std::string kind;                 ///< a guest::workloads() kind, or "program"
+  sim::ParamValues params;          ///< validated against the workload's ParamSpecs
+  std::uint32_t threads = 1;
+  std::vector<guest::Phase> phases; ///< program only
+};
+
+/// `count` identical VMs (or one group of bare-metal tasks), resolved per instance.
+struct GroupSpec {
+  std::string name;
+  bool bare_metal = false;
+  std::uint32_t count = 1;
+  std::uint32_t vcpus = 1;           ///< per instance (bare metal: = workload threads)
+  std::uint32_t weight = 256;
+  std::string hard_text = "all", soft_text = "all", placement_text = "auto";  ///< as written
+  std::uint64_t memory_bytes = 0;
+  WorkloadSpec workload;
+  std::vector<hv::DomainSpec> instances;  ///< resolved: names, affinities, memory per node
+};
+
+struct ScenarioSpec {
+  std::string name;
+  std::string file;                  ///< where it was read from ("<built-in>" for the default)
+  std::uint64_t seed = 1;
+  sim::Duration duration = sim::seconds(10);
+  sim::Duration warmup = 0;
+  std::uint32_t repetitions = 1;
+  topo::TopologySpec topology;
+  hv::HostSpec host;
+  std::string policy = "rr";
+  sim::ParamValues policy_params;
+  guest::GuestParams guest;
+  std::vector<GroupSpec> groups;     ///< VMs first (in file order), then bare-metal groups
+};
+
+/// Reads and validates a scenario; every problem is a ConfigError with file:line:col and field.
+ScenarioSpec load_scenario(const YamlReader& root);
+ScenarioSpec load_scenario_file(const std::string& path);
+/// The built-in default scenario (configs/scenarios/default.yaml, compiled in).
+ScenarioSpec load_default_scenario();
+const char* default_scenario_text();
+
+}  // namespace vcpusim::app

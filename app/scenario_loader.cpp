@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+// This file reads scenario files into ScenarioSpec. The schema is documented in the README
+// ("Scenario files"); every key is checked here: unknown keys, wrong types and out-of-range
+// values are ConfigErrors that name file, line, column and field.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "app/affinity.h"
+#include "app/scenario.h"
+#include "app/topology_loader.h"
+#include "guest/workload.h"
+#include "policies/registry.h"
+
+namespace vcpusim::app {
+namespace {
+
+constexpr sim::Duration kMaxDuration = sim::seconds(100000);
+
+// Reads the keys a plug-in declared, from `r` (all other keys of r were checked by the caller).
+sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSpec>& specs) {
+  sim::ParamValues out;
+  for (const auto& p : specs) {
+    if (!r.has(p.name)) continue;
+    const YamlReader v = r.at(p.name);
+    double x = 0;
+    switch (p.kind) {
+      case sim::ParamSpec::Kind::kDuration: x = static_cast<double>(v.as_duration()); break;
+      case sim::ParamSpec::Kind::kInt: {
+        if (p.name.find("size") != std::string::npos && v.is_scalar() && !v.node().Scalar().empty() &&
+            !std::isdigit(static_cast<unsigned char>(v.node().Scalar().back())))
+          x = static_cast<double>(v.as_bytes());
+        else
+          x = static_cast<double>(v.as_int());
+        break;
+      }
+      case sim::ParamSpec::Kind::kDouble: x = v.as_double(); break;
+      case sim::ParamSpec::Kind::kChoice: {
+        const std::string s = v.as_string();
+        auto it = std::find(p.choices.begin(), p.choices.end(), s);
+        if (it == p.choices.end()) {
+          std::string all;
+          for (const auto& c : p.choices) all += (all.empty() ? "" : ", ") + c;
+          v.fail("'" + s + "' is not one of: " + all);
+        }
+        x = static_cast<double>(it - p.choices.begin());
+        out.set(p.name, x);
+        continue;
+      }
+    }
+    if (x < p.lo || x > p.hi) {
+      std::ostringstream os;
+      const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
+      os << (dur ? std::to_string(static_cast<long long>(x)) + "ns" : std::to_string(x))
+         << " is out of range [" << p.lo << (dur ? "ns" : "") << ", " << p.hi << (dur ? "ns" : "") << "]";
+      v.fail(os.str());
+    }
+    out.set(p.name, x);
+  }
+  return out;
+}
+
+void only_keys(const YamlReader& r, const std::vector<std::string>& allowed) {
+  r.require_map();
+  for (const auto& k : r.keys())
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+      std::string all;
+      for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
+      // Point at the key itself.
+      for (const auto& kv : r.node())
+        if (kv.first.Scalar() == k)
+          throw ConfigError(r.file(), kv.first.Mark().line + 1, kv.first.Mark().column + 1,
+                            r.path().empty() ? k : r.path() + "." + k, "unknown key (allowed here: " + all + ")");
+    }
+}
+
+guest::Phase read_phase(const YamlReader& r) {
+  r.require_map();
+  guest::Phase ph;
+  const bool c = r.has("compute"), b = r.has("block");
+  if (c == b) r.fail("a phase has exactly one of 'compute' or 'block'");
+  ph.compute = c;
+  if (c) {
+    r.only({"compute", "profile", "mem_intensity", "dist"});
+    ph.mean_ns = static_cast<double>(r.get_duration("compute", 0, 0, kMaxDuration));
+    const std::string prof = r.get_enum("profile", "cpu", {"cpu", "memory", "mixed"});
+    hv::parse_profile(prof, ph.profile);
+    ph.mem_intensity = r.get_double("mem_intensity", ph.profile == hv::Profile::kMemory ? 0.8 : 0.0, 0.0, 1.0);
+  } else {
+    r.only({"block", "dist"});
+    ph.mean_ns = static_cast<double>(r.get_duration("block", 0, 0, kMaxDuration));
+  }
+  const std::string d = r.get_enum("dist", "const", {"const", "exp", "uniform"});
+  ph.dist = d == "exp" ? guest::Phase::Dist::kExp : d == "uniform" ? guest::Phase::Dist::kUniform : guest::Phase::Dist::kConst;
+  return ph;
+}
+
+WorkloadSpec read_workload(const YamlReader& r) {
+  r.require_map();
+  WorkloadSpec w;
+  const YamlReader kind = r.at("kind");
+  w.kind = kind.as_string();
+  if (w.kind == "program") {
+    r.only({"kind", "threads", "phases"});
+    w.threads = static_cast<std::uint32_t>(r.get_int("threads", 1, 1, 4096));
+    const YamlReader ph = r.at("phases");
+    ph.require_sequence();
+    if (ph.size() == 0) ph.fail("a program needs at least one phase");
+    bool work = false;
+    for (std::size_t i = 0; i < ph.size(); ++i) {
+      w.phases.push_back(read_phase(ph.at(i)));
+      work = work || (w.phases.back().compute && w.phases.back().mean_ns > 0);
+    }
+    if (!work) ph.fail("a program needs at least one compute phase with work > 0");
+    return w;
+  }
+  const guest::WorkloadInfo* info = guest::find_workload(w.kind);
+  if (!info) {
+    std::string all = "program";
+    for (const auto& x : guest::workloads()) all += ", " + std::string(x.kind);
+    kind.fail("unknown workload kind '" + w.kind + "' (known: " + all + ")");
+  }
+  std::vector<std::string> allowed{"kind"};
+  for (const auto& p : info->params) allowed.push_back(p.name);
+  only_keys(r, allowed);
+  w.params = read_params(r, info->params);
+  w.threads = static_cast<std::uint32_t>(w.params.get("threads", 1));
+  return w;
+}
+
+std::string affinity_text(const YamlReader& r) {
+  if (r.is_scalar()) return r.as_string();
+  if (r.is_sequence()) {
+    std::string s = "cpus:[";
+    for (std::size_t i = 0; i < r.size(); ++i) s += (i ? "," : "") + std::to_string(r.at(i).as_int());
+    return s + "]";
+  }
+  if (r.is_map() && r.size() == 1) {
+    const std::string k = r.keys().front();
+    const YamlReader v = r.at(k);
+    if (v.is_sequence()) {
+      std::string s = k + ":[";
+      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v.at(i).as_string();
+      return s + "]";
+    }
+    return k + ":" + v.as_string();
+  }
+  r.fail("expected an affinity such as all, node:1, socket:0, cpus:[0,1] or node-round-robin");
+}
+
+// Memory placement for one instance; returns the share of memory on each node.
+std::vector<double> place_memory(const YamlReader& at, const std::string& how, const topo::Topology& t,
+                                 const topo::CpuSet& hard, const topo::CpuSet& soft, std::uint32_t vm_index) {
+  const std::uint32_t nodes = t.num_nodes();
+  std::vector<double> m(nodes, 0.0);
+  auto spread_over = [&](const std::vector<topo::NodeId>& ns) {
+    for (auto n : ns) m[n] = 1.0 / static_cast<double>(ns.size());
+  };
+  std::vector<topo::NodeId> all(nodes);
+  for (std::uint32_t n = 0; n < nodes; ++n) all[n] = n;
+  if (how == "interleave") {
+    spread_over(all);
+  } else if (how == "auto" || how == "follow-affinity") {
+    // Xen: a domain's node-affinity follows its hard affinity, else its soft affinity
+    // (xen-credit2.md section 7); memory goes to those nodes.
+    auto hn = nodes_of(hard, t), sn = nodes_of(soft, t);
+    if (hn.size() < nodes) spread_over(hn);
+    else if (sn.size() < nodes) spread_over(sn);
+    else if (how == "follow-affinity") spread_over(all);
+    else m[vm_index % nodes] = 1.0;  // MODEL: Xen's automatic placement picks the least-loaded
+                                     // node; with VMs created in order that is round robin.
+  } else if (how.rfind("node:", 0) == 0) {
+    try {
+      const auto n = static_cast<std::uint32_t>(std::stoul(how.substr(5)));
+      if (n >= nodes) at.fail("node " + std::to_string(n) + " does not exist (the machine has " + std::to_string(nodes) + ")");
+      m[n] = 1.0;
+    } catch (const std::logic_error&) {
+      at.fail("'" + how + "': expected node:N");
+    }
+  } else {
+    at.fail("'" + how + "' is not a placement (auto, follow-affinity, interleave, node:N)");
+  }
+  return m;
+}
+
+GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology& t, const topo::CpuSet& usable,
+                     std::uint32_t& vm_index) {
+  if (bare_metal) only_keys(r, {"name", "affinity", "memory", "workload"});
+  else only_keys(r, {"name", "count", "vcpus", "weight", "affinity", "memory", "workload"});
+  GroupSpec g;
+  g.bare_metal = bare_metal;
+  const YamlReader name = r.at("name");
+  g.name = name.as_string();
+  if (g.name.empty() || g.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
+    name.fail("a name uses only letters, digits, '-' and '_'");
+  g.workload = read_workload(r.at("workload"));
+  if (bare_metal) {
+    g.count = 1;
+    g.vcpus = g.workload.threads;
+  } else {
+    g.count = static_cast<std::uint32_t>(r.get_int("count", 1, 1, 4096));
+    g.vcpus = static_cast<std::uint32_t>(r.at("vcpus").as_int());
+    if (g.vcpus < 1 || g.vcpus > 4096) r.at("vcpus").fail(std::to_string(g.vcpus) + " is out of range [1, 4096]");
+    g.weight = static_cast<std::uint32_t>(r.get_int("weight", 256, 1, 65535));
+  }
+  std::vector<std::vector<std::string>> per_vcpu_hard, per_vcpu_soft;
+  std::vector<YamlReader> per_vcpu_at;
+  YamlReader hard_at = r, soft_at = r;
+  if (r.has("affinity")) {
+    const YamlReader a = r.at("affinity");
+    a.only({"hard", "soft", "per_vcpu"});
+    if (a.has("hard")) { hard_at = a.at("hard"); g.hard_text = affinity_text(hard_at); }
+    if (a.has("soft")) { soft_at = a.at("soft"); g.soft_text = affinity_text(soft_at); }
+    if (a.has("per_vcpu")) {
+      const YamlReader pv = a.at("per_vcpu");
+      pv.require_sequence();
+      if (pv.size() != g.vcpus) pv.fail("has " + std::to_string(pv.size()) + " entries for " + std::to_string(g.vcpus) + " vCPUs");
+      for (std::size_t i = 0; i < pv.size(); ++i) {
+        pv.at(i).only({"hard", "soft"});
+        per_vcpu_at.push_back(pv.at(i));
+      }
+    }
+  }
+  std::string placement = "auto";
+  YamlReader placement_at = r;
+  if (r.has("memory")) {
+    const YamlReader m = r.at("memory");
+    m.only({"size", "placement"});
+    g.memory_bytes = m.get_bytes("size", 0);
+    if (m.has("placement")) { placement_at = m.at("placement"); placement = placement_at.as_string(); }
+  }
+  g.placement_text = placement;
+  for (std::uint32_t i = 0; i < g.count; ++i, ++vm_index) {
+    hv::DomainSpec d;
+    d.name = g.count > 1 ? g.name + "-" + std::to_string(i) : g.name;
+    d.bare_metal = bare_metal;
+    d.vcpus = g.vcpus;
+    d.weight = g.weight;
+    const topo::CpuSet hard = resolve_affinity(hard_at, g.hard_text, t, vm_index);
+    const topo::CpuSet soft = resolve_affinity(soft_at, g.soft_text, t, vm_index);
+    for (std::uint32_t v = 0; v < g.vcpus; ++v) {
+      topo::CpuSet h = hard, s = soft;
+      if (!per_vcpu_at.empty()) {
+        const YamlReader& pv = per_vcpu_at[v];
+        if (pv.has("hard")) h = resolve_affinity(pv.at("hard"), affinity_text(pv.at("hard")), t, vm_index);
+        if (pv.has("soft")) s = resolve_affinity(pv.at("soft"), affinity_text(pv.at("soft")), t, vm_index);
+      }
+      if ((h & usable).empty())
+        (r.has("affinity") ? r.at("affinity") : r).fail("hard affinity of " + d.name + " vCPU " + std::to_string(v) +
+                                                        " holds no usable hardware thread (host.smt: off disables the second thread of each core)");
+      d.hard.push_back(h);
+      d.soft.push_back(s);
+    }
+    d.memory_on_node = place_memory(placement_at, placement, t, d.hard.front(), d.soft.front(), vm_index);
+    g.instances.push_back(std::move(d));
+  }
+  return g;
+}
+
+void read_exec(const YamlReader& h, hv::ExecParams& x) {
+  x.context_switch = h.get_duration("context_switch", x.context_switch, 0, sim::ms(10));
+  if (h.has("migration")) {
+    const YamlReader m = h.at("migration");
+    m.only({"cold", "cold_rate", "cross_node_factor"});
+    x.cold_duration = m.get_duration("cold", x.cold_duration, 0, sim::seconds(1));
+    x.cold_rate = m.get_double("cold_rate", x.cold_rate, 0.01, 1.0);
+    x.cold_cross_node_factor = m.get_double("cross_node_factor", x.cold_cross_node_factor, 1.0, 100.0);
+  }
+  if (h.has("smt_interference")) {
+    const YamlReader s = h.at("smt_interference");
+    s.only({"cpu", "memory", "mixed"});
+    for (const auto& row : s.keys()) {
+      const YamlReader rr = s.at(row);
+      rr.only({"cpu", "memory", "mixed", "spin"});
+      hv::Profile a;
+      hv::parse_profile(row, a);
+      for (const auto& col : rr.keys()) {
+        hv::Profile b;
+        hv::parse_profile(col, b);
+        x.smt[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = rr.get_double(col, 0, 0.01, 1.0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+ScenarioSpec load_scenario(const YamlReader& root) {
+  if (root.is_null()) root.fail("the scenario is empty");
+  only_keys(root, {"name", "seed", "duration", "warmup", "repetitions", "topology", "host", "guest", "vms", "baremetal"});
+  ScenarioSpec s;
+  s.file = root.file();
+  s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());
+  s.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  s.duration = root.get_duration("duration", sim::seconds(10), sim::us(1), kMaxDuration);
+  s.warmup = root.get_duration("warmup", 0, 0, kMaxDuration);
+  if (s.warmup >= s.duration) root.at("warmup").fail("warm-up must be shorter than the duration");
+  s.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, 10000));
+  s.host.warmup = s.warmup;
+
+  if (!root.has("topology")) root.fail("missing required key 'topology' (a preset name, a file, or a mapping)");
+  const YamlReader topo_r = root.at("topology");
+  const topo::Topology topology = load_topology(topo_r);
+  s.topology = topology.spec();
+
+  if (root.has("host")) {
+    const YamlReader h = root.at("host");
+    only_keys(h, {"smt", "scheduler", "core_scheduling", "context_switch", "migration", "smt_interference"});
+    s.host.smt = h.get_bool("smt", true);
+    h.get_enum("core_scheduling", "none", {"none"});
+    read_exec(h, s.host.exec);
+    if (h.has("scheduler")) {
+      const YamlReader sch = h.at("scheduler");
+      sch.require_map();
+      const YamlReader pol = sch.at("policy");
+      s.policy = pol.as_string();
+      const policy::PolicyInfo* info = policy::find_policy(s.policy);
+      if (!info) {
+        std::string all;
+        for (const auto& p : policy::policies()) all += (all.empty() ? "" : ", ") + std::string(p.name);
+        pol.fail("unknown policy '" + s.policy + "' (known: " + all + ")");
+      }
+      std::vector<std::string> allowed{"policy"};
+      for (const auto& p : info->params) allowed.push_back(p.name);
+      only_keys(sch, allowed);
+      s.policy_params = read_params(sch, info->params);
+    }
+  }
+  if (root.has("guest")) {
+    const YamlReader g = root.at("guest");
+    g.only({"slice"});
+    s.guest.slice = g.get_duration("slice", s.guest.slice, sim::us(10), sim::seconds(10));
+  }
+
+  topo::CpuSet usable;
+  for (topo::ThreadId t = 0; t < topology.num_threads(); ++t)
+    if (s.host.smt || topology.smt_mask(t).first() == t) usable.set(t);
+
+  std::set<std::string> names;
+  std::uint32_t vm_index = 0, entities = 0;
+  for (const char* key : {"vms", "baremetal"}) {
+    if (!root.has(key)) continue;
+    const YamlReader list = root.at(key);
+    list.require_sequence();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index);
+      if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
+      entities += g.count * g.vcpus;
+      s.groups.push_back(std::move(g));
+    }
+  }
+  if (s.groups.empty()) root.fail("the scenario has no vms and no baremetal tasks");
+  if (entities > 1'000'000) root.fail("more than 1,000,000 vCPUs and tasks");
+  return s;
+}
+
+ScenarioSpec load_scenario_file(const std::string& path) { return load_scenario(YamlReader::load_file(path)); }
+
+ScenarioSpec load_default_scenario() {
+  ScenarioSpec s = load_scenario(YamlReader::load_string(default_scenario_text(), "<built-in default>"));
+  return s;
+}
+
+}  // namespace vcpusim::app

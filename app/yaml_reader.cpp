@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+#include "app/yaml_reader.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace vcpusim::app {
+namespace {
+
+int line_of(const YAML::Node& n) { return n ? n.Mark().line + 1 : 0; }
+int col_of(const YAML::Node& n) { return n ? n.Mark().column + 1 : 0; }
+
+std::string join(std::initializer_list<std::string_view> xs) {
+  std::string s;
+  for (auto x : xs) {
+    if (!s.empty()) s += ", ";
+    s += x;
+  }
+  return s;
+}
+
+std::optional<double> parse_number(std::string_view t) {
+  // from_chars for double is in libstdc++ 12; it rejects leading '+' and whitespace, as we want.
+  double v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || p != t.data() + t.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// Splits "12.5ms" into ("12.5", "ms").
+std::pair<std::string_view, std::string_view> split_unit(std::string_view t) {
+  std::size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.' ||
+                          t[i] == '-' || t[i] == 'e' || t[i] == 'E' || t[i] == '+')) {
+    // 'e' is only an exponent when followed by a digit or sign.
+    if ((t[i] == 'e' || t[i] == 'E') &&
+        !(i + 1 < t.size() && (std::isdigit(static_cast<unsigned char>(t[i + 1])) || t[i + 1] == '-' || t[i + 1] == '+')))
+      break;
+    ++i;
+  }
+  std::string_view num = t.substr(0, i), unit = t.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  return {num, unit};
+}
+
+}  // namespace
+
+std::optional<sim::Duration> parse_duration(std::string_view text) {
+  auto [num, unit] = split_unit(text);
+  auto v = parse_number(num);
+  if (!v) return std::nullopt;
+  double scale;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else if (unit == "m" || unit == "min") scale = 60e9;
+  else if (unit.empty() && *v == 0) scale = 0;
+  else return std::nullopt;
+  double ns = *v * scale;
+  if (std::fabs(ns) > 9.2e18) return std::nullopt;
+  return static_cast<sim::Duration>(std::llround(ns));
+}
+
+std::optional<std::uint64_t> parse_bytes(std::string_view text) {
+  auto [num, unit] = split_unit(text);
+  auto v = parse_number(num);
+  if (!v || *v < 0) return std::nullopt;
+  double scale;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "KiB") scale = 1024.0;
+  else if (unit == "MiB") scale = 1024.0 * 1024;
+  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "KB" || unit == "kB") scale = 1e3;
+  else if (unit == "MB") scale = 1e6;
+  else if (unit == "GB") scale = 1e9;
+  else if (unit == "TB") scale = 1e12;
+  else return std::nullopt;
+  return static_cast<std::uint64_t>(std::llround(*v * scale));
+}
+
+YamlReader YamlReader::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_string(ss.str(), path);
+}
+
+YamlReader YamlReader::load_string(const std::string& text, const std::string& name) {
+  try {
+    YAML::Node n = YAML::Load(text);
+    return YamlReader(n, name, "");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(name, e.mark.line + 1, e.mark.column + 1, "", "YAML syntax error: " + e.msg);
+  }
+}
+
+std::string YamlReader::child_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void YamlReader::fail(const std::string& what) const {
+  throw ConfigError(file_, line_of(node_), col_of(node_), path_, what);
+}
+
+void YamlReader::require_map() const {
+  if (!node_.IsMap()) fail("expected a mapping");
+}
+void YamlReader::require_sequence() const {
+  if (!node_.IsSequence()) fail("expected a list");
+}
+
+bool YamlReader::has(std::string_view key) const {
+  if (!node_.IsMap()) return false;
+  for (const auto& kv : node_)
+    if (kv.first.Scalar() == key) return true;
+  return false;
+}
+
+YamlReader YamlReader::at(std::string_view key) const {
+  require_map();
+  for (const auto& kv : node_)
+    if (kv.first.Scalar() == key) return YamlReader(kv.second, file_, child_path(key));
+  fail("missing required key '" + std::string(key) + "'");
+}
+
+YamlReader YamlReader::at(std::size_t i) const {
+  require_sequence();
+  return YamlReader(node_[i], file_, path_ + "[" + std::to_string(i) + "]");
+}
+
+std::vector<std::string> YamlReader::keys() const {
+  std::vector<std::string> out;
+  if (node_.IsMap())
+    for (const auto& kv : node_) out.push_back(kv.first.Scalar());
+  return out;
+}
+
+void YamlReader::only(std::initializer_list<std::string_view> allowed) const {
+  require_map();
+  for (const auto& kv : node_) {
+    const std::string& k = kv.first.Scalar();
+    bool ok = false;
+    for (auto a : allowed) ok = ok || a == k;
+    if (!ok)
+      throw ConfigError(file_, line_of(kv.first), col_of(kv.first), child_path(k),
+                        "unknown key (allowed here: " + join(allowed) + ")");
+  }
+}
+
+std::string YamlReader::as_string() const {
+  if (!node_.IsScalar()) fail("expected a string");
+  return node_.Scalar();
+}
+
+double YamlReader::as_double() const {
+  if (!node_.IsScalar()) fail("expected a number");
+  auto v = parse_number(node_.Scalar());
+  if (!v) fail("expected a number, got '" + node_.Scalar() + "'");
+  return *v;
+}
+
+std::int64_t YamlReader::as_int() const {
+  if (!node_.IsScalar()) fail("expected an integer");
+  const std::string& s = node_.Scalar();
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) fail("expected an integer, got '" + s + "'");
+  return v;
+}
+
+bool YamlReader::as_bool() const {
+  if (!node_.IsScalar()) fail("expected true/false");
+  const std::string& s = node_.Scalar();
+  if (s == "true" || s == "on" || s == "yes") return true;
+  if (s == "false" || s == "off" || s == "no") return false;
+  fail("expected true/false (or on/off), got '" + s + "'");
+}
+
+sim::Duration YamlReader::as_duration() const {
+  if (!node_.IsScalar()) fail("expected a duration such as 30s or 200ms");
+  auto v = parse_duration(node_.Scalar());
+  if (!v) fail("expected a duration with a unit (ns, us, ms, s), got '" + node_.Scalar() + "'");
+  return *v;
+}
+
+std::uint64_t YamlReader::as_bytes() const {
+  if (!node_.IsScalar()) fail("expected a size such as 1GiB");
+  auto v = parse_bytes(node_.Scalar());
+  if (!v) fail("expected a size such as 512MiB or 1GiB, got '" + node_.Scalar() + "'");
+  return *v;
+}
+
+std::string YamlReader::get_string(std::string_view key, const std::string& def) const {
+  return has(key) ? at(key).as_string() : def;
+}
+
+std::string YamlReader::get_enum(std::string_view key, const std::string& def,
+                                 std::initializer_list<std::string_view> choices) const {
+  if (!has(key)) return def;
+  YamlReader r = at(key);
+  std::string v = r.as_string();
+  for (auto c : choices)
+    if (c == v) return v;
+  r.fail("'" + v + "' is not one of: " + join(choices));
+}
+
+double YamlReader::get_double(std::string_view key, double def, double lo, double hi) const {
+  if (!has(key)) return def;
+  YamlReader r = at(key);
+  double v = r.as_double();
+  if (v < lo || v > hi) {
+    std::ostringstream os;
+    os << v << " is out of range [" << lo << ", " << hi << "]";
+    r.fail(os.str());
+  }
+  return v;
+}
+
+std::int64_t YamlReader::get_int(std::string_view key, std::int64_t def, std::int64_t lo,
+                                 std::int64_t hi) const {
+  if (!has(key)) return def;
+  YamlReader r = at(key);
+  std::int64_t v = r.as_int();
+  if (v < lo || v > hi)
+    r.fail(std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+bool YamlReader::get_bool(std::string_view key, bool def) const {
+  return has(key) ? at(key).as_bool() : def;
+}
+
+sim::Duration YamlReader::get_duration(std::string_view key, sim::Duration def, sim::Duration lo,
+                                       sim::Duration hi) const {
+  if (!has(key)) return def;
+  YamlReader r = at(key);
+  sim::Duration v = r.as_duration();
+  if (v < lo || v > hi)
+    r.fail("'" + r.node().Scalar() + "' is out of range [" + std::to_string(lo) + "ns, " +
+           std::to_string(hi) + "ns]");
+  return v;
+}
+
+std::uint64_t YamlReader::get_bytes(std::string_view key, std::uint64_t def) const {
+  return has(key) ? at(key).as_bytes() : def;
+}
+
+}  // namespace vcpusim::app

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// This file defines Workload, the model of a benchmark program: for each of its threads, what it
+// does next (compute some reference work with a resource profile, or block for a while), and how
+// its completed work turns into the benchmark's own result (events/s, MB/s, records/s). A
+// workload knows nothing of vCPUs or hosts; GuestOs runs its threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hypervisor/exec_model.h"
+#include "sim/params.h"
+#include "sim/rng.h"
+#include "sim/sim_time.h"
+
+namespace vcpusim::guest {
+
+/// One step of a thread's program.
+struct Step {
+  enum class Kind : std::uint8_t { kCompute, kBlock };
+  Kind kind = Kind::kCompute;
+  double work_ns = 0;                    ///< compute: reference ns
+  hv::Profile profile = hv::Profile::kCpu;
+  double mem_intensity = 0;              ///< compute: memory-stall share, 0..1
+  sim::Duration block = 0;               ///< block: how long the thread sleeps
+  double result = 0;                     ///< credited when this compute step completes
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string_view kind() const = 0;
+  virtual std::uint32_t threads() const = 0;
+  /// The next step of `thread`, called when its previous step finished (or at start).
+  virtual Step next(std::uint32_t thread, sim::RngStream& rng) = 0;
+  /// The unit the results are reported in, per second ("events/s", "MB/s").
+  virtual std::string_view unit() const = 0;
+};
+
+struct WorkloadInfo {
+  std::string_view kind;
+  std::string_view description;
+  std::string_view unit;
+  std::vector<sim::ParamSpec> params;  ///< "threads" is always among them
+  std::unique_ptr<Workload> (*make)(const sim::ParamValues&);
+};
+
+/// Every workload model, in a fixed order (one explicit table, as the policy registry).
+const std::vector<WorkloadInfo>& workloads();
+const WorkloadInfo* find_workload(std::string_view kind);
+
+}  // namespace vcpusim::guest

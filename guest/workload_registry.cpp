@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// The table of workload models by kind. `program` is built by app/ from its phase list and is
+// not in this table.
+#include "guest/sysbench.h"
+#include "guest/workload.h"
+
+namespace vcpusim::guest {
+
+const std::vector<WorkloadInfo>& workloads() {
+  static const std::vector<WorkloadInfo> table = {
+      {"sysbench-cpu", "sysbench cpu: trial-division primes, pure CPU", "events/s",
+       SysbenchCpu::param_specs(), &SysbenchCpu::make},
+      {"sysbench-memory", "sysbench memory: sequential block writes, DRAM-bandwidth bound", "MiB/s",
+       SysbenchMemory::param_specs(), &SysbenchMemory::make},
+  };
+  return table;
+}
+
+const WorkloadInfo* find_workload(std::string_view kind) {
+  for (const auto& w : workloads())
+    if (w.kind == kind) return &w;
+  return nullptr;
+}
+
+}  // namespace vcpusim::guest

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// This file is the dispatcher: schedule() on one pCPU, modelled after Xen's schedule() in
+// xen/common/sched/core.c (ask the policy, switch, arm the slice timer) with Linux's split of
+// choosing from committing (pick_task / put_prev_task / set_next_task). Every answer of the
+// policy is checked here before it takes effect.
+#include <string>
+
+#include "hypervisor/host.h"
+
+namespace vcpusim::hv {
+
+void Host::violation(const char* rule, VcpuId v, PcpuId p, const std::string& detail) const {
+  throw InvariantViolation(rule, v, p, now_, detail);
+}
+
+void Host::set_runstate(Vcpu& v, Runstate s) {
+  v.state = s;
+  v.clock.enter(static_cast<std::uint8_t>(s), now_);
+}
+
+void Host::check_pick(PcpuId p, VcpuId prev, const Pick& pick, const PickFilter& f) const {
+  const VcpuId n = pick.vcpu;
+  if (n == kIdle) return;
+  if (n >= vcpus_.size()) violation("runnable-pick", n, p, "policy picked an entity that does not exist");
+  const Vcpu& v = vcpus_[n];
+  if (!v.hard.test(p)) violation("hard-affinity", n, p, "picked outside its hard affinity");
+  if (!f.allows(v)) violation("cookie-match", n, p, "picked an entity the core-wide filter refused");
+  if (n == prev) {
+    if (v.state != Runstate::kRunning) violation("runnable-pick", n, p, "kept a current entity that is not running");
+    return;
+  }
+  if (v.state == Runstate::kRunning)
+    violation("one-per-thread", n, p, "picked an entity already running on pCPU " + std::to_string(v.pcpu));
+  if (v.state != Runstate::kRunnable) violation("runnable-pick", n, p, "picked a blocked entity");
+}
+
+void Host::schedule(PcpuId p) {
+  Pcpu& pc = pcpus_[p];
+  pc.resched_pending = false;
+  if (!pc.usable) violation("usable-thread", kIdle, p, "schedule on a disabled SMT thread");
+  const VcpuId prev = pc.curr;
+  const PickFilter filter{};
+  const Pick pick = policy_->pick_next(p, now_, filter);
+  check_pick(p, prev, pick, filter);
+  const VcpuId next = pick.vcpu;
+
+  if (next != prev) {
+    if (prev != kIdle) {
+      Vcpu& pv = vcpus_[prev];
+      stop_progress(pv);
+      set_runstate(pv, Runstate::kRunnable);
+      switch_out(p, prev);
+      guests_[pv.domain]->on_vcpu_preempted(prev);
+    }
+    if (next != kIdle) switch_in(p, next);
+  }
+  policy_->set_next(p, next, now_);
+
+  ++pc.slice_gen;
+  pc.slice_end = sim::kNever;
+  if (next != kIdle && pick.slice > 0) {
+    pc.slice_end = now_ + pick.slice;
+    queue_.push(pc.slice_end, sim::Phase::kHypervisorTimer, kSliceEnd, p, pc.slice_gen);
+  }
+
+  if (next != prev && next != kIdle) {
+    Vcpu& nv = vcpus_[next];
+    if (nv.work.active) {
+      retime(nv);
+      retime_siblings(p);
+    } else {
+      guests_[nv.domain]->on_vcpu_scheduled(next, false);
+    }
+  }
+}
+
+// Takes `prev` (already Runnable or Blocked) off p; p is idle until the next switch_in.
+void Host::switch_out(PcpuId p, VcpuId prev) {
+  Pcpu& pc = pcpus_[p];
+  pc.busy += now_ - pc.busy_since;
+  pc.curr = kIdle;
+  idle_.set(p);
+  policy_->put_prev(p, prev, now_);
+  retime_siblings(p);
+}
+
+void Host::switch_in(PcpuId p, VcpuId next) {
+  Pcpu& pc = pcpus_[p];
+  Vcpu& v = vcpus_[next];
+  pc.curr = next;
+  pc.busy_since = now_;
+  ++pc.switches;
+  idle_.reset(p);
+  set_runstate(v, Runstate::kRunning);
+  ++v.context_switches;
+  if (v.last_ran != kNoPcpu && !topo_.same_core(v.last_ran, p)) {
+    // Moved to another core: its private caches are cold (and the LLC too across nodes).
+    ++v.migrations;
+    sim::Duration cold = spec_.exec.cold_duration;
+    if (!topo_.same_node(v.last_ran, p)) cold = static_cast<sim::Duration>(cold * spec_.exec.cold_cross_node_factor);
+    if (cold > 0) {
+      v.cold_until = now_ + spec_.exec.context_switch + cold;
+      queue_.push(v.cold_until, sim::Phase::kGuest, kColdEnd, next, ++v.cold_gen);
+    }
+  } else if (v.last_ran != kNoPcpu && v.last_ran != p) {
+    ++v.migrations;  // to the sibling thread: shares L1/L2, no cold window
+  }
+  v.pcpu = p;
+  v.last_ran = p;
+  v.stall_until = now_ + spec_.exec.context_switch;
+  v.progress_since = now_;
+}
+
+}  // namespace vcpusim::hv

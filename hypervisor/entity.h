@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// This file defines the generic state the hypervisor core keeps for each schedulable entity
+// (a vCPU, or a bare-metal task), each hardware thread (pCPU) and each domain. Policies read it
+// through HypervisorView and keep their own state in their own tables; only the dispatcher
+// writes it. It holds nothing policy-specific, as Xen's struct sched_unit does not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hypervisor/accounting.h"
+#include "hypervisor/exec_model.h"
+#include "hypervisor/ids.h"
+#include "sim/sim_time.h"
+#include "topology/cpuset.h"
+
+namespace vcpusim::hv {
+
+/// Xen's runstates, less "offline": the entity is on a pCPU, waits for one, or waits for an event.
+enum class Runstate : std::uint8_t { kRunning = 0, kRunnable = 1, kBlocked = 2 };
+std::string_view runstate_name(Runstate s);
+
+/// The piece of guest work an entity is executing: set by the guest, progressed by the host.
+struct WorkSegment {
+  double remaining = 0.0;           ///< reference ns still to do
+  Profile profile = Profile::kCpu;
+  double mem_intensity = 0.0;       ///< share of the work's time that stalls on memory, 0..1
+  bool active = false;              ///< false: the entity has nothing to execute
+};
+
+struct Vcpu {
+  VcpuId id = 0;
+  DomainId domain = 0;
+  std::uint32_t index = 0;          ///< position within its domain (vCPU number)
+  Runstate state = Runstate::kBlocked;
+  PcpuId pcpu = kNoPcpu;            ///< where it runs (Running) or was last assigned
+  PcpuId last_ran = kNoPcpu;        ///< the pCPU it last ran on (for migration counting)
+  topo::CpuSet hard;                ///< hard affinity: may run only here (pinning)
+  topo::CpuSet soft;                ///< soft affinity: prefers to run here
+  std::uint32_t weight = 256;       ///< relative share, Xen's default weight 256
+  std::uint64_t cookie = 0;         ///< core-scheduling cookie (0 = untagged)
+
+  // Execution (the rate model).
+  WorkSegment work;
+  double rate = 0.0;                ///< current progress rate (0 when not running)
+  sim::Time progress_since = 0;     ///< `remaining` is exact as of this instant
+  sim::Time stall_until = 0;        ///< no progress before this (context-switch cost)
+  sim::Time cold_until = 0;         ///< runs at the cold rate before this (after a migration)
+  std::uint64_t work_gen = 0;       ///< generation of its pending completion event
+  std::uint64_t cold_gen = 0;
+
+  RunstateClock clock;              ///< time spent in each runstate
+  std::uint64_t migrations = 0;
+  std::uint64_t context_switches = 0;  ///< times it was switched in
+  std::uint64_t wakeups = 0;
+};
+
+struct Pcpu {
+  PcpuId id = 0;
+  bool usable = true;               ///< false: a disabled SMT sibling (nosmt)
+  VcpuId curr = kIdle;              ///< the entity it runs, or kIdle
+  sim::Time slice_end = sim::kNever;
+  std::uint64_t slice_gen = 0;      ///< generation of its pending slice-end event
+  bool resched_pending = false;     ///< a deferred schedule() is queued for it
+  sim::Duration busy = 0;           ///< time an entity occupied it
+  sim::Time busy_since = 0;
+  std::uint64_t switches = 0;       ///< context switches it performed
+};
+
+struct Domain {
+  DomainId id = 0;
+  std::string name;
+  bool bare_metal = false;          ///< tasks scheduled by the host directly, not a VM
+  std::vector<VcpuId> vcpus;
+  std::uint32_t weight = 256;
+  /// Share of the domain's memory on each node (sums to 1); decides the NUMA penalty.
+  std::vector<double> memory_on_node;
+  /// excess[n]: sum_j memory_on_node[j] * (latency_ratio(n, j) - 1), precomputed per node n.
+  std::vector<double> numa_excess;
+};
+
+}  // namespace vcpusim::hv

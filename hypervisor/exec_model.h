@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// This file defines the execution-rate model. Work is measured in reference nanoseconds: how
+// long it takes alone on an otherwise idle core with local memory. A running entity progresses
+// at a rate of at most 1; the rate is the product of three factors:
+//   SMT:   a busy sibling hardware thread slows it, by an interference matrix over the two
+//          threads' resource profiles (ExecParams::smt);
+//   NUMA:  remote memory slows the memory-stall share of its time:
+//          1 / (1 + mem_intensity * sum_j frac_j * (latency_ratio(node, j) - 1));
+//   cache: for a while after a migration to another core it runs cold (ExecParams::cold_*).
+// The dispatcher recomputes a rate whenever one of its inputs changes and re-times the
+// entity's completion event.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "sim/sim_time.h"
+
+namespace vcpusim::hv {
+
+/// What a piece of work mostly stresses; indexes the SMT interference matrix.
+enum class Profile : std::uint8_t {
+  kCpu = 0,     ///< execution-unit bound (sysbench cpu: trial division)
+  kMemory = 1,  ///< memory-bandwidth bound (sysbench memory with large blocks)
+  kMixed = 2,   ///< a blend (most server code)
+  kSpin = 3,    ///< a PAUSE loop: yields issue slots to the sibling, makes no progress
+};
+inline constexpr std::size_t kNumProfiles = 4;
+
+std::string_view profile_name(Profile p);
+bool parse_profile(std::string_view s, Profile& out);
+
+struct ExecParams {
+  /// smt[a][b]: rate of a thread running profile a while its sibling runs profile b.
+  /// Defaults (see exec_model.cpp for the source of each number).
+  std::array<std::array<double, kNumProfiles>, kNumProfiles> smt = default_smt();
+  /// A migration to another core leaves the entity cache-cold: it runs at cold_rate for
+  /// cold_duration after it next starts. [E] estimate: an L2 refill of ~1 MiB at ~10 GB/s.
+  sim::Duration cold_duration = sim::us(100);
+  double cold_rate = 0.5;
+  /// Extra coldness when the move crosses nodes (LLC lost too): the window is multiplied.
+  double cold_cross_node_factor = 3.0;
+  /// Time a pCPU spends switching from one entity to another, during which neither progresses.
+  /// [E] a VM exit/entry round trip plus Xen's context_switch(): ~1-3 us on Nehalem..Skylake.
+  sim::Duration context_switch = sim::us(2);
+
+  static std::array<std::array<double, kNumProfiles>, kNumProfiles> default_smt();
+};
+
+}  // namespace vcpusim::hv

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// This file is the execution-rate model applied (see exec_model.h for the model itself): it
+// advances a running entity's work at its current rate and re-times its completion event
+// whenever an input of the rate changes. Re-timing bumps the entity's work generation, so the
+// old completion event is dropped when popped rather than searched for.
+#include <algorithm>
+#include <cmath>
+
+#include "hypervisor/host.h"
+
+namespace vcpusim::hv {
+
+double Host::compute_rate(const Vcpu& v, PcpuId p) const {
+  const ExecParams& x = spec_.exec;
+  if (v.work.profile == Profile::kSpin) return 1.0;  // spinning is wall time, not progress
+  const auto self = static_cast<std::size_t>(v.work.profile);
+  double r = 1.0;
+  // SMT: the most interfering busy sibling decides (a 2-thread core has one sibling).
+  const topo::CpuSet& mask = topo_.smt_mask(p);
+  if (mask.count() > 1) {
+    mask.for_each([&](PcpuId s) {
+      if (s == p) return;
+      const VcpuId o = pcpus_[s].curr;
+      if (o == kIdle) return;
+      const Vcpu& ov = vcpus_[o];
+      if (ov.state != Runstate::kRunning || !ov.work.active) return;
+      r = std::min(r, x.smt[self][static_cast<std::size_t>(ov.work.profile)]);
+    });
+  }
+  // NUMA: the memory-stall share stretches by the latency ratio to where the memory is.
+  const double excess = domains_[v.domain].numa_excess[topo_.node_of(p)];
+  r /= 1.0 + v.work.mem_intensity * excess;
+  if (now_ < v.cold_until) r *= x.cold_rate;
+  return r;
+}
+
+void Host::advance(Vcpu& v) {
+  if (v.rate > 0.0 && v.work.active) {
+    const sim::Time from = std::max(v.progress_since, v.stall_until);
+    if (now_ > from) v.work.remaining = std::max(0.0, v.work.remaining - v.rate * static_cast<double>(now_ - from));
+  }
+  v.progress_since = now_;
+}
+
+void Host::retime(Vcpu& v) {
+  advance(v);
+  ++v.work_gen;
+  if (v.state != Runstate::kRunning || !v.work.active) {
+    v.rate = 0.0;
+    return;
+  }
+  v.rate = compute_rate(v, v.pcpu);
+  const sim::Time start = std::max(now_, v.stall_until);
+  const double dt = std::ceil(v.work.remaining / v.rate);
+  const sim::Time done = start + static_cast<sim::Duration>(dt);
+  queue_.push(done, sim::Phase::kGuest, kWorkDone, v.id, v.work_gen);
+}
+
+void Host::stop_progress(Vcpu& v) {
+  advance(v);
+  v.rate = 0.0;
+  ++v.work_gen;
+}
+
+void Host::retime_siblings(PcpuId p) {
+  const topo::CpuSet& mask = topo_.smt_mask(p);
+  if (mask.count() < 2) return;
+  mask.for_each([&](PcpuId s) {
+    if (s == p) return;
+    const VcpuId o = pcpus_[s].curr;
+    if (o == kIdle) return;
+    Vcpu& ov = vcpus_[o];
+    if (ov.state == Runstate::kRunning && ov.work.active) retime(ov);
+  });
+}
+
+}  // namespace vcpusim::hv

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+// This file holds Host's construction, its event loop and the ports it offers to policies and
+// guests. The dispatcher proper is in dispatcher.cpp, the rate model in execution.cpp.
+#include "hypervisor/host.h"
+
+#include <sstream>
+
+namespace vcpusim::hv {
+
+std::string_view runstate_name(Runstate s) {
+  switch (s) {
+    case Runstate::kRunning: return "running";
+    case Runstate::kRunnable: return "runnable";
+    case Runstate::kBlocked: return "blocked";
+  }
+  return "?";
+}
+
+InvariantViolation::InvariantViolation(std::string r, VcpuId v, PcpuId p, sim::Time t,
+                                       const std::string& detail)
+    : std::runtime_error([&] {
+        std::ostringstream os;
+        os << "invariant '" << r << "' violated at t=" << t << "ns";
+        if (v != kIdle) os << " by entity " << v;
+        if (p != kNoPcpu) os << " on pCPU " << p;
+        os << ": " << detail;
+        return os.str();
+      }()),
+      rule(std::move(r)), vcpu(v), pcpu(p), time(t) {}
+
+Host::Host(const topo::Topology& topo, HostSpec spec, std::unique_ptr<SchedulerPolicy> policy,
+           std::uint64_t seed)
+    : topo_(topo), spec_(spec), policy_(std::move(policy)), policy_rng_(seed, "host/policy") {
+  pcpus_.resize(topo_.num_threads());
+  for (PcpuId p = 0; p < pcpus_.size(); ++p) {
+    pcpus_[p].id = p;
+    // nosmt: Linux's cpu_smt_control=off leaves the first (lowest-numbered) thread of each core.
+    pcpus_[p].usable = spec_.smt || topo_.smt_mask(p).first() == p;
+    if (pcpus_[p].usable) usable_.set(p);
+  }
+  idle_ = usable_;
+  queue_.reserve(1024);
+}
+
+Host::~Host() = default;
+
+DomainId Host::add_domain(const DomainSpec& spec, GuestHooks* guest) {
+  if (started_) throw std::logic_error("add_domain after start");
+  Domain d;
+  d.id = static_cast<DomainId>(domains_.size());
+  d.name = spec.name;
+  d.bare_metal = spec.bare_metal;
+  d.weight = spec.weight;
+  const std::uint32_t nodes = topo_.num_nodes();
+  d.memory_on_node = spec.memory_on_node;
+  if (d.memory_on_node.empty()) {
+    d.memory_on_node.assign(nodes, 0.0);
+    d.memory_on_node[0] = 1.0;
+  }
+  d.numa_excess.assign(nodes, 0.0);
+  for (std::uint32_t n = 0; n < nodes; ++n)
+    for (std::uint32_t j = 0; j < nodes; ++j)
+      d.numa_excess[n] += d.memory_on_node[j] * (topo_.latency_ratio(n, j) - 1.0);
+  for (std::uint32_t i = 0; i < spec.vcpus; ++i) {
+    Vcpu v;
+    v.id = static_cast<VcpuId>(vcpus_.size());
+    v.domain = d.id;
+    v.index = i;
+    v.weight = spec.weight;
+    v.cookie = spec.cookie;
+    v.hard = (i < spec.hard.size() ? spec.hard[i] : usable_) & usable_;
+    v.soft = (i < spec.soft.size() ? spec.soft[i] : usable_) & usable_;
+    if (v.hard.empty())
+      throw InvariantViolation("hard-affinity", v.id, kNoPcpu, 0,
+                               "hard affinity of " + spec.name + " vCPU " + std::to_string(i) +
+                                   " contains no usable hardware thread");
+    if (v.soft.empty()) v.soft = v.hard;
+    d.vcpus.push_back(v.id);
+    vcpus_.push_back(v);
+  }
+  domains_.push_back(std::move(d));
+  guests_.push_back(guest);
+  return domains_.back().id;
+}
+
+void Host::start() {
+  started_ = true;
+  policy_->attach(SchedContext{*this, *this, policy_rng_});
+  for (VcpuId v = 0; v < vcpus_.size(); ++v) policy_->insert_vcpu(v);
+  vcpu_base_.assign(vcpus_.size(), VcpuStats{});
+  pcpu_base_.assign(pcpus_.size(), 0);
+  if (spec_.warmup > 0) queue_.push(spec_.warmup, sim::Phase::kStats, kMeasureStart, 0, 0);
+}
+
+void Host::run_until(sim::Time end) {
+  while (!queue_.empty() && queue_.top().time <= end) {
+    sim::Event e = queue_.pop();
+    now_ = e.time;
+    ++events_;
+    dispatch(e);
+  }
+  if (end > now_) now_ = end;
+}
+
+void Host::dispatch(const sim::Event& e) {
+  switch (e.kind) {
+    case kWorkDone: {
+      Vcpu& v = vcpus_[e.target];
+      if (v.work_gen != e.gen || v.state != Runstate::kRunning) break;
+      advance(v);
+      v.work.active = false;
+      v.work.remaining = 0;
+      guests_[v.domain]->on_work_done(v.id);
+      return;
+    }
+    case kColdEnd: {
+      Vcpu& v = vcpus_[e.target];
+      if (v.cold_gen != e.gen || v.state != Runstate::kRunning) break;
+      if (v.work.active) retime(v);
+      return;
+    }
+    case kSliceEnd: {
+      Pcpu& p = pcpus_[e.target];
+      if (p.slice_gen != e.gen) break;
+      schedule(p.id);
+      return;
+    }
+    case kResched: {
+      if (!pcpus_[e.target].resched_pending) break;
+      schedule(e.target);
+      return;
+    }
+    case kPolicyTimer:
+      if (timer_gen_[e.target] != e.gen) break;
+      policy_->on_timer(e.target, now_);
+      return;
+    case kGuestTimer:
+      guests_[e.target]->on_timer(e.gen);
+      return;
+    case kMeasureStart:
+      start_measurement();
+      return;
+  }
+  ++stale_;
+}
+
+void Host::start_measurement() {
+  measure_from_ = now_;
+  for (VcpuId v = 0; v < vcpus_.size(); ++v) {
+    vcpu_base_[v] = VcpuStats{};
+    vcpu_base_[v] = vcpu_stats(v);
+  }
+  for (PcpuId p = 0; p < pcpus_.size(); ++p) {
+    pcpu_base_[p] = 0;
+    pcpu_base_[p] = pcpu_busy(p);
+  }
+}
+
+VcpuStats Host::vcpu_stats(VcpuId id) const {
+  const Vcpu& v = vcpus_[id];
+  const VcpuStats& b = vcpu_base_.empty() ? VcpuStats{} : vcpu_base_[id];
+  VcpuStats s;
+  s.running = v.clock.total(0, now_) - b.running;
+  s.runnable = v.clock.total(1, now_) - b.runnable;
+  s.blocked = v.clock.total(2, now_) - b.blocked;
+  s.migrations = v.migrations - b.migrations;
+  s.context_switches = v.context_switches - b.context_switches;
+  s.wakeups = v.wakeups - b.wakeups;
+  return s;
+}
+
+sim::Duration Host::pcpu_busy(PcpuId id) const {
+  const Pcpu& p = pcpus_[id];
+  sim::Duration total = p.busy + (p.curr != kIdle ? now_ - p.busy_since : 0);
+  return total - (pcpu_base_.empty() ? 0 : pcpu_base_[id]);
+}
+
+void Host::check_conservation() const {
+  sim::Duration run_sum = 0, busy_sum = 0;
+  for (const Vcpu& v : vcpus_) {
+    sim::Duration r = v.clock.total(0, now_), q = v.clock.total(1, now_), b = v.clock.total(2, now_);
+    if (r + q + b != now_)
+      violation("cpu-conserved", v.id, kNoPcpu,
+                "running+runnable+blocked = " + std::to_string(r + q + b) + "ns, elapsed " +
+                    std::to_string(now_) + "ns");
+    run_sum += r;
+  }
+  for (const Pcpu& p : pcpus_) {
+    sim::Duration b = p.busy + (p.curr != kIdle ? now_ - p.busy_since : 0);
+    if (b > now_) violation("cpu-conserved", kIdle, p.id, "busy longer than the run");
+    busy_sum += b;
+  }
+  if (run_sum != busy_sum)
+    violation("cpu-conserved", kIdle, kNoPcpu,
+              "entity run time " + std::to_string(run_sum) + "ns != pCPU busy time " +
+                  std::to_string(busy_sum) + "ns");
+}
+
+void Host::tickle(PcpuId p) {
+  Pcpu& pc = pcpus_[p];
+  if (!pc.usable) violation("usable-thread", kIdle, p, "policy tickled a disabled SMT thread");
+  if (pc.resched_pending) return;
+  pc.resched_pending = true;
+  queue_.push(now_, sim::Phase::kSchedule, kResched, p, 0);
+}
+
+void Host::arm_timer(TimerId t, sim::Time when) {
+  if (t >= timer_gen_.size()) timer_gen_.resize(t + 1, 0);
+  queue_.push(when < now_ ? now_ : when, sim::Phase::kHypervisorTimer, kPolicyTimer, t, ++timer_gen_[t]);
+}
+
+void Host::cancel_timer(TimerId t) {
+  if (t < timer_gen_.size()) ++timer_gen_[t];
+}
+
+void Host::arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) {
+  queue_.push(when < now_ ? now_ : when, sim::Phase::kGuest, kGuestTimer, d, token);
+}
+
+void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity) {
+  Vcpu& v = vcpus_[id];
+  if (v.state != Runstate::kRunning)
+    violation("runnable-pick", id, v.pcpu, "guest set work on a vCPU that is not running");
+  advance(v);
+  const bool changed = !v.work.active || v.work.profile != profile;
+  v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, true};
+  retime(v);
+  if (changed) retime_siblings(v.pcpu);
+}
+
+void Host::halt(VcpuId id) {
+  Vcpu& v = vcpus_[id];
+  if (v.state != Runstate::kRunning)
+    violation("runnable-pick", id, v.pcpu, "guest halted a vCPU that is not running");
+  const PcpuId p = v.pcpu;
+  stop_progress(v);
+  v.work = WorkSegment{};
+  set_runstate(v, Runstate::kBlocked);
+  policy_->sleep(id, now_);
+  switch_out(p, id);
+  tickle(p);
+}
+
+void Host::kick(VcpuId id) {
+  Vcpu& v = vcpus_[id];
+  if (v.state != Runstate::kBlocked) return;
+  const PcpuId p = policy_->pick_cpu(id, now_);
+  if (p >= pcpus_.size() || !usable_.test(p))
+    violation("usable-thread", id, p, "pick_cpu chose a pCPU the host cannot use");
+  if (!v.hard.test(p)) violation("hard-affinity", id, p, "pick_cpu chose a pCPU outside hard affinity");
+  v.pcpu = p;
+  ++v.wakeups;
+  set_runstate(v, Runstate::kRunnable);
+  policy_->wake(id, now_);
+}
+
+void Host::yield(VcpuId id, VcpuId to) {
+  Vcpu& v = vcpus_[id];
+  if (v.state != Runstate::kRunning) return;
+  policy_->yield(id, to, now_);
+  tickle(v.pcpu);
+}
+
+}  // namespace vcpusim::hv

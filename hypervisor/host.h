@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// This file defines Host, the hypervisor core: the pCPUs, domains and entities, the event loop,
+// the execution-rate model applied to running entities, and the dispatcher, which is the only
+// caller of the SchedulerPolicy hooks and checks every decision they make.
+//
+// Invariants checked by the framework (a violation throws InvariantViolation naming the rule,
+// the entity, the pCPU and the time):
+//   hard-affinity   an entity runs, or is assigned, only inside its hard affinity;
+//   one-per-thread  an entity runs on at most one pCPU, a pCPU runs at most one entity;
+//   runnable-pick   a policy picks only Runnable entities (or keeps the current Running one);
+//   usable-thread   nothing runs on a thread disabled by nosmt;
+//   cpu-conserved   at the end, entity run time equals pCPU busy time, and every entity's
+//                   running + runnable + blocked time equals the elapsed time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hypervisor/entity.h"
+#include "hypervisor/exec_model.h"
+#include "hypervisor/policy_api.h"
+#include "hypervisor/workload_api.h"
+#include "sim/event_queue.h"
+#include "sim/rng.h"
+#include "topology/topology.h"
+
+namespace vcpusim::hv {
+
+struct HostSpec {
+  bool smt = true;            ///< false: nosmt, only the first thread of each core is usable
+  ExecParams exec;
+  sim::Duration warmup = 0;   ///< accounting restarts here; guests count results from here
+};
+
+struct DomainSpec {
+  std::string name;
+  bool bare_metal = false;
+  std::uint32_t vcpus = 1;
+  std::uint32_t weight = 256;
+  std::uint64_t cookie = 0;
+  /// Per-entity hard and soft affinity (size vcpus; empty: every usable thread).
+  std::vector<topo::CpuSet> hard, soft;
+  /// Share of memory per node (size nodes, sums to 1; empty: all on node 0).
+  std::vector<double> memory_on_node;
+};
+
+class InvariantViolation : public std::runtime_error {
+ public:
+  InvariantViolation(std::string rule, VcpuId v, PcpuId p, sim::Time t, const std::string& detail);
+  std::string rule;
+  VcpuId vcpu;
+  PcpuId pcpu;
+  sim::Time time;
+};
+
+/// Accounting of one entity over the measured interval.
+struct VcpuStats {
+  sim::Duration running = 0, runnable = 0, blocked = 0;
+  std::uint64_t migrations = 0, context_switches = 0, wakeups = 0;
+};
+
+class Host final : public HypervisorView, public SchedActions, public GuestPort {
+ public:
+  Host(const topo::Topology& topo, HostSpec spec, std::unique_ptr<SchedulerPolicy> policy,
+       std::uint64_t seed);
+  ~Host() override;
+  Host(const Host&) = delete;
+  Host& operator=(const Host&) = delete;
+
+  /// Adds a domain before start(); `guest` receives its notifications (not owned).
+  DomainId add_domain(const DomainSpec& spec, GuestHooks* guest);
+  /// Attaches the policy and inserts every entity (blocked). Guests start after this.
+  void start();
+  /// Processes every event up to and including `end`; the clock then stands at `end`.
+  void run_until(sim::Time end);
+  /// Checks cpu-conserved over the whole run so far; throws InvariantViolation.
+  void check_conservation() const;
+
+  // Results over the measured interval [warmup, now].
+  VcpuStats vcpu_stats(VcpuId v) const;
+  sim::Duration pcpu_busy(PcpuId p) const;
+  sim::Duration measured() const { return now_ - measure_from_; }
+  std::uint64_t events_processed() const { return events_; }
+  std::uint64_t events_stale() const { return stale_; }
+  SchedulerPolicy& policy() { return *policy_; }
+
+  // HypervisorView
+  const topo::Topology& topology() const override { return topo_; }
+  const Vcpu& vcpu(VcpuId v) const override { return vcpus_[v]; }
+  const Pcpu& pcpu(PcpuId p) const override { return pcpus_[p]; }
+  const Domain& domain(DomainId d) const override { return domains_[d]; }
+  std::uint32_t num_vcpus() const override { return static_cast<std::uint32_t>(vcpus_.size()); }
+  std::uint32_t num_domains() const override { return static_cast<std::uint32_t>(domains_.size()); }
+  const topo::CpuSet& usable_pcpus() const override { return usable_; }
+  const topo::CpuSet& idle_pcpus() const override { return idle_; }
+  sim::Time now() const override { return now_; }
+
+  // SchedActions
+  void tickle(PcpuId p) override;
+  void arm_timer(TimerId t, sim::Time when) override;
+  void cancel_timer(TimerId t) override;
+
+  // GuestPort
+  sim::Time measure_from() const override { return measure_from_; }
+  void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
+  void halt(VcpuId v) override;
+  void kick(VcpuId v) override;
+  bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning; }
+  bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked; }
+  void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) override;
+
+  /// Guest-initiated yield of a running vCPU (optionally directed at `to`).
+  void yield(VcpuId v, VcpuId to);
+
+ private:
+  enum EventKind : std::uint32_t {
+    kWorkDone,      // target vcpu, gen work_gen
+    kColdEnd,       // target vcpu, gen cold_gen
+    kSliceEnd,      // target pcpu, gen slice_gen
+    kResched,       // target pcpu (coalesced by resched_pending)
+    kPolicyTimer,   // target timer id, gen timer generation
+    kGuestTimer,    // target domain, gen = the guest's token
+    kMeasureStart,  // end of warm-up
+  };
+
+  void dispatch(const sim::Event& e);
+  // The dispatcher (dispatcher.cpp).
+  void schedule(PcpuId p);
+  void check_pick(PcpuId p, VcpuId prev, const Pick& pick, const PickFilter& f) const;
+  void switch_out(PcpuId p, VcpuId prev);
+  void switch_in(PcpuId p, VcpuId next);
+  void set_runstate(Vcpu& v, Runstate s);
+  [[noreturn]] void violation(const char* rule, VcpuId v, PcpuId p, const std::string& detail) const;
+  // The execution model (execution.cpp).
+  double compute_rate(const Vcpu& v, PcpuId p) const;
+  void advance(Vcpu& v);
+  void retime(Vcpu& v);
+  void stop_progress(Vcpu& v);
+  void retime_siblings(PcpuId p);
+  void start_measurement();
+
+  const topo::Topology& topo_;
+  HostSpec spec_;
+  std::unique_ptr<SchedulerPolicy> policy_;
+  sim::RngStream policy_rng_;
+  sim::EventQueue queue_;
+  sim::Time now_ = 0;
+  sim::Time measure_from_ = 0;
+  bool started_ = false;
+  std::uint64_t events_ = 0, stale_ = 0;
+
+  std::vector<Vcpu> vcpus_;
+  std::vector<Pcpu> pcpus_;
+  std::vector<Domain> domains_;
+  std::vector<GuestHooks*> guests_;
+  std::vector<std::uint64_t> timer_gen_;
+  topo::CpuSet usable_, idle_;
+
+  // Baselines taken at the end of warm-up.
+  std::vector<VcpuStats> vcpu_base_;
+  std::vector<sim::Duration> pcpu_base_;
+};
+
+}  // namespace vcpusim::hv

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+// This file defines the dense ids of the hypervisor layer. Every table (policy state, accounting,
+// guest state) is a vector indexed by these, as Xen's per-unit and per-pCPU private data are.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "topology/cpuset.h"
+
+namespace vcpusim::hv {
+
+using PcpuId = topo::ThreadId;    ///< a hardware thread, as the topology numbers it
+using VcpuId = std::uint32_t;     ///< a host-schedulable entity: a vCPU, or a bare-metal task
+using DomainId = std::uint32_t;   ///< a VM, or the bare-metal group of tasks
+using TimerId = std::uint32_t;    ///< a policy's own timer, numbered by the policy
+
+inline constexpr VcpuId kIdle = std::numeric_limits<VcpuId>::max();  ///< "run the idle loop"
+inline constexpr PcpuId kNoPcpu = topo::CpuSet::kNone;
+
+}  // namespace vcpusim::hv

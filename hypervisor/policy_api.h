@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// This file defines the policy boundary: SchedulerPolicy, the ops table a scheduler fills (in the
+// spirit of Xen's struct scheduler and Linux's struct sched_class), and the two things it gets to
+// work with: HypervisorView (read-only generic state) and SchedActions (the only way it acts on
+// the world: tickle a pCPU, arm a timer).
+//
+// The dispatcher (Host) is the ONLY caller of these hooks, and it checks every answer: a pick
+// outside the entity's hard affinity, of an entity that is not runnable, of one already running
+// elsewhere, or on an unusable thread stops the run with the rule named.
+//
+// Choosing is split from committing (Linux's pick_task): pick_next() must not change runqueue
+// membership, so the core-scheduling mechanism can ask every SMT sibling before anything is
+// committed. set_next() commits the choice; put_prev() hands back the entity that was switched out.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string_view>
+
+#include "hypervisor/entity.h"
+#include "hypervisor/ids.h"
+#include "sim/rng.h"
+#include "sim/sim_time.h"
+#include "topology/topology.h"
+
+namespace vcpusim::hv {
+
+/// A policy's answer for one pCPU: run `vcpu` (kIdle: idle) for at most `slice` (0: no limit,
+/// run until something else reschedules this pCPU).
+struct Pick {
+  VcpuId vcpu = kIdle;
+  sim::Duration slice = 0;
+};
+
+/// A constraint the dispatcher may put on a pick (core scheduling passes a cookie).
+struct PickFilter {
+  bool match_cookie = false;
+  std::uint64_t cookie = 0;
+  bool allows(const Vcpu& v) const { return !match_cookie || v.cookie == cookie; }
+};
+
+/// Read-only access to the generic state, for policies.
+class HypervisorView {
+ public:
+  virtual ~HypervisorView() = default;
+  virtual const topo::Topology& topology() const = 0;
+  virtual const Vcpu& vcpu(VcpuId v) const = 0;
+  virtual const Pcpu& pcpu(PcpuId p) const = 0;
+  virtual const Domain& domain(DomainId d) const = 0;
+  virtual std::uint32_t num_vcpus() const = 0;
+  virtual std::uint32_t num_domains() const = 0;
+  /// Hardware threads the host may use (all, or one per core under nosmt).
+  virtual const topo::CpuSet& usable_pcpus() const = 0;
+  /// Usable pCPUs that run nothing now.
+  virtual const topo::CpuSet& idle_pcpus() const = 0;
+  virtual sim::Time now() const = 0;
+};
+
+/// The port through which a policy acts.
+class SchedActions {
+ public:
+  virtual ~SchedActions() = default;
+  /// Ask for schedule() on p at the current instant (after the current event completes), as
+  /// Xen's cpu_raise_softirq(SCHEDULE_SOFTIRQ). Repeated tickles of one pCPU coalesce.
+  virtual void tickle(PcpuId p) = 0;
+  /// (Re)arm the policy's timer t to fire at `when`; re-arming replaces the earlier setting.
+  virtual void arm_timer(TimerId t, sim::Time when) = 0;
+  virtual void cancel_timer(TimerId t) = 0;
+};
+
+struct SchedContext {
+  const HypervisorView& hv;
+  SchedActions& act;
+  sim::RngStream& rng;
+};
+
+class SchedulerPolicy {
+ public:
+  virtual ~SchedulerPolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  /// Once, before any entity exists (Xen init + alloc_pdata). Called by Host::start().
+  virtual void attach(const SchedContext& ctx) = 0;
+  /// An entity joins (blocked). Called once per entity, in id order, by Host::start().
+  virtual void insert_vcpu(VcpuId v) = 0;
+
+  /// Choose a pCPU for a waking entity (Xen pick_resource, Linux select_task_rq). Must return a
+  /// usable pCPU in v's hard affinity. Called by Host::wake() before wake().
+  virtual PcpuId pick_cpu(VcpuId v, sim::Time now) = 0;
+  /// v went Blocked -> Runnable and is assigned to vcpu(v).pcpu (as pick_cpu chose). Queue it;
+  /// tickle whichever pCPU should reschedule (Xen runq_tickle).
+  virtual void wake(VcpuId v, sim::Time now) = 0;
+  /// v went Running or Runnable -> Blocked. Dequeue it if queued. If it was running, the
+  /// dispatcher reschedules its pCPU itself.
+  virtual void sleep(VcpuId v, sim::Time now) = 0;
+  /// The running entity v gives up its pCPU (guest yield, pause-loop exit); `to` is the
+  /// directed target or kIdle. Default: nothing; the dispatcher reschedules v's pCPU.
+  virtual void yield(VcpuId /*v*/, VcpuId /*to*/, sim::Time /*now*/) {}
+
+  /// Choose what pCPU p runs next, WITHOUT committing. The current entity (pcpu(p).curr, if
+  /// still Running) is a candidate. May return only kIdle, the current entity, or a Runnable
+  /// entity not running elsewhere, in its hard affinity, allowed by the filter.
+  virtual Pick pick_next(PcpuId p, sim::Time now, const PickFilter& filter) = 0;
+  /// Commit: p runs v (kIdle: idle) from now. v was just returned by pick_next for p.
+  virtual void set_next(PcpuId p, VcpuId v, sim::Time now) = 0;
+  /// prev stopped running on p (it is Runnable, to be requeued, or Blocked). Called before
+  /// set_next of its successor (Xen context_saved, Linux put_prev_task).
+  virtual void put_prev(PcpuId p, VcpuId prev, sim::Time now) = 0;
+
+  /// A timer this policy armed fired.
+  virtual void on_timer(TimerId /*t*/, sim::Time /*now*/) {}
+  /// Human-readable state, for debugging (Xen dump_settings).
+  virtual void dump(std::ostream& /*os*/) const {}
+};
+
+}  // namespace vcpusim::hv

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// This file defines the guest boundary: the calls a guest OS (or bare-metal task group) makes on
+// the host, GuestPort, which are the hypercall-like operations a real guest has (set what the
+// vCPU executes, halt, kick another vCPU, yield, arm a timer), and the notifications it gets,
+// GuestHooks. A guest never sees a pCPU, a policy or the topology: it sees its own vCPUs.
+#pragma once
+
+#include <cstdint>
+
+#include "hypervisor/exec_model.h"
+#include "hypervisor/ids.h"
+#include "sim/sim_time.h"
+
+namespace vcpusim::hv {
+
+class GuestPort {
+ public:
+  virtual ~GuestPort() = default;
+  virtual sim::Time now() const = 0;
+  /// Start of the measured interval (the end of warm-up): guests count results from here.
+  virtual sim::Time measure_from() const = 0;
+  /// Set the work the RUNNING vCPU v executes next; the host calls GuestHooks::on_work_done when
+  /// it completes. Replaces any unfinished segment.
+  virtual void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) = 0;
+  /// The running vCPU v has nothing to do: it halts (HLT / SCHEDOP_block) and blocks on the host.
+  virtual void halt(VcpuId v) = 0;
+  /// Wake a halted vCPU (an IPI / event-channel notification). No effect if it is not blocked.
+  virtual void kick(VcpuId v) = 0;
+  /// Whether v is on a pCPU now (guests use it to tell a preempted lock holder, as the
+  /// steal-time "preempted" flag does in Linux's vcpu_is_preempted()).
+  virtual bool is_running(VcpuId v) const = 0;
+  virtual bool is_blocked(VcpuId v) const = 0;
+  /// Call GuestHooks::on_timer(token) at `when` (>= now).
+  virtual void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) = 0;
+};
+
+class GuestHooks {
+ public:
+  virtual ~GuestHooks() = default;
+  /// vCPU v was put on a pCPU. If it has no work in progress, the guest must call set_work() or
+  /// halt() for it (possibly later in the same instant).
+  virtual void on_vcpu_scheduled(VcpuId v, bool has_work) = 0;
+  /// vCPU v was taken off its pCPU while still runnable (preempted); its work is kept.
+  virtual void on_vcpu_preempted(VcpuId /*v*/) {}
+  /// v's current work segment completed; set the next one or halt.
+  virtual void on_work_done(VcpuId v) = 0;
+  /// A timer the guest armed fired.
+  virtual void on_timer(std::uint64_t token) = 0;
+};
+
+}  // namespace vcpusim::hv
