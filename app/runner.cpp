@@ -121,6 +121,7 @@ std::map<std::string, double> RunResult::metrics() const {
     m[g + ".throughput_total"] = v.first;
   }
   m["events"] = static_cast<double>(events);
+  m["events_stale"] = static_cast<double>(stale_events);
   m["host_utilisation"] = host_utilisation;
   return m;
 }

@@ -52,7 +52,9 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
     if (x < p.lo || x > p.hi) {
       std::ostringstream os;
       const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
-      os << (dur ? std::to_string(static_cast<long long>(x)) + "ns" : std::to_string(x))
+      if (dur) os << static_cast<long long>(x) << "ns";
+      else os << x;
+      os
          << " is out of range [" << p.lo << (dur ? "ns" : "") << ", " << p.hi << (dur ? "ns" : "") << "]";
       v.fail(os.str());
     }

@@ -48,6 +48,7 @@ struct Vcpu {
   sim::Time stall_until = 0;        ///< no progress before this (context-switch cost)
   sim::Time cold_until = 0;         ///< runs at the cold rate before this (after a migration)
   std::uint64_t work_gen = 0;       ///< generation of its pending completion event
+  sim::Time done_at = sim::kNever;  ///< when the pending completion event (if valid) fires
   std::uint64_t cold_gen = 0;
 
   RunstateClock clock;              ///< time spent in each runstate

@@ -16,9 +16,8 @@ double Host::compute_rate(const Vcpu& v, PcpuId p) const {
   const auto self = static_cast<std::size_t>(v.work.profile);
   double r = 1.0;
   // SMT: the most interfering busy sibling decides (a 2-thread core has one sibling).
-  const topo::CpuSet& mask = topo_.smt_mask(p);
-  if (mask.count() > 1) {
-    mask.for_each([&](PcpuId s) {
+  if (topo_.threads_per_core() > 1) {
+    topo_.smt_mask(p).for_each([&](PcpuId s) {
       if (s == p) return;
       const VcpuId o = pcpus_[s].curr;
       if (o == kIdle) return;
@@ -43,29 +42,36 @@ void Host::advance(Vcpu& v) {
 }
 
 void Host::retime(Vcpu& v) {
-  advance(v);
-  ++v.work_gen;
   if (v.state != Runstate::kRunning || !v.work.active) {
+    advance(v);
+    ++v.work_gen;
     v.rate = 0.0;
+    v.done_at = sim::kNever;
     return;
   }
-  v.rate = compute_rate(v, v.pcpu);
+  const double rate = compute_rate(v, v.pcpu);
+  // Same rate and a valid pending completion: the event already fires at the right instant, so
+  // keep it rather than push a duplicate (most sibling re-timings change nothing).
+  if (rate == v.rate && v.done_at != sim::kNever) return;
+  advance(v);
+  ++v.work_gen;
+  v.rate = rate;
   const sim::Time start = std::max(now_, v.stall_until);
   const double dt = std::ceil(v.work.remaining / v.rate);
-  const sim::Time done = start + static_cast<sim::Duration>(dt);
-  queue_.push(done, sim::Phase::kGuest, kWorkDone, v.id, v.work_gen);
+  v.done_at = start + static_cast<sim::Duration>(dt);
+  queue_.push(v.done_at, sim::Phase::kGuest, kWorkDone, v.id, v.work_gen);
 }
 
 void Host::stop_progress(Vcpu& v) {
   advance(v);
   v.rate = 0.0;
+  v.done_at = sim::kNever;
   ++v.work_gen;
 }
 
 void Host::retime_siblings(PcpuId p) {
-  const topo::CpuSet& mask = topo_.smt_mask(p);
-  if (mask.count() < 2) return;
-  mask.for_each([&](PcpuId s) {
+  if (topo_.threads_per_core() < 2) return;
+  topo_.smt_mask(p).for_each([&](PcpuId s) {
     if (s == p) return;
     const VcpuId o = pcpus_[s].curr;
     if (o == kIdle) return;

@@ -110,6 +110,7 @@ void Host::dispatch(const sim::Event& e) {
       advance(v);
       v.work.active = false;
       v.work.remaining = 0;
+      v.done_at = sim::kNever;
       guests_[v.domain]->on_work_done(v.id);
       return;
     }
@@ -224,6 +225,7 @@ void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_i
   advance(v);
   const bool changed = !v.work.active || v.work.profile != profile;
   v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, true};
+  v.done_at = sim::kNever;  // a new segment always needs a new completion event
   retime(v);
   if (changed) retime_siblings(v.pcpu);
 }

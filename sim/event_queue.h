@@ -40,6 +40,7 @@ class EventQueue {
   void reserve(std::size_t n) { heap_.reserve(n); }
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
+  std::size_t capacity() const { return heap_.capacity(); }  ///< for tests: no growth after reserve
   std::uint64_t pushed() const { return seq_; }
 
   void push(Time t, Phase phase, std::uint32_t kind, std::uint32_t target, std::uint64_t gen) {
