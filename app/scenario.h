@@ -33,6 +33,7 @@ struct GroupSpec {
   std::uint32_t count = 1;
   std::uint32_t vcpus = 1;           ///< per instance (bare metal: = workload threads)
   std::uint32_t weight = 256;
+  std::uint32_t cap_pct = 0;
   std::string hard_text = "all", soft_text = "all", placement_text = "auto";  ///< as written
   std::uint64_t memory_bytes = 0;
   WorkloadSpec workload;

@@ -189,7 +189,7 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
 GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology& t, const topo::CpuSet& usable,
                      std::uint32_t& vm_index) {
   if (bare_metal) only_keys(r, {"name", "affinity", "memory", "workload"});
-  else only_keys(r, {"name", "count", "vcpus", "weight", "affinity", "memory", "workload"});
+  else only_keys(r, {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload"});
   GroupSpec g;
   g.bare_metal = bare_metal;
   const YamlReader name = r.at("name");
@@ -205,6 +205,7 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
     g.vcpus = static_cast<std::uint32_t>(r.at("vcpus").as_int());
     if (g.vcpus < 1 || g.vcpus > 4096) r.at("vcpus").fail(std::to_string(g.vcpus) + " is out of range [1, 4096]");
     g.weight = static_cast<std::uint32_t>(r.get_int("weight", 256, 1, 65535));
+    g.cap_pct = static_cast<std::uint32_t>(r.get_int("cap", 0, 0, 100 * 4096));
   }
   std::vector<std::vector<std::string>> per_vcpu_hard, per_vcpu_soft;
   std::vector<YamlReader> per_vcpu_at;
@@ -239,6 +240,7 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
     d.bare_metal = bare_metal;
     d.vcpus = g.vcpus;
     d.weight = g.weight;
+    d.cap_pct = g.cap_pct;
     const topo::CpuSet hard = resolve_affinity(hard_at, g.hard_text, t, vm_index);
     const topo::CpuSet soft = resolve_affinity(soft_at, g.soft_text, t, vm_index);
     for (std::uint32_t v = 0; v < g.vcpus; ++v) {

@@ -75,6 +75,7 @@ struct Domain {
   bool bare_metal = false;          ///< tasks scheduled by the host directly, not a VM
   std::vector<VcpuId> vcpus;
   std::uint32_t weight = 256;
+  std::uint32_t cap_pct = 0;        ///< at most this % of one pCPU in all (0 = uncapped), as xl sched-credit2 -c
   /// Share of the domain's memory on each node (sums to 1); decides the NUMA penalty.
   std::vector<double> memory_on_node;
   /// excess[n]: sum_j memory_on_node[j] * (latency_ratio(n, j) - 1), precomputed per node n.

@@ -51,6 +51,7 @@ DomainId Host::add_domain(const DomainSpec& spec, GuestHooks* guest) {
   d.name = spec.name;
   d.bare_metal = spec.bare_metal;
   d.weight = spec.weight;
+  d.cap_pct = spec.cap_pct;
   const std::uint32_t nodes = topo_.num_nodes();
   d.memory_on_node = spec.memory_on_node;
   if (d.memory_on_node.empty()) {

@@ -40,6 +40,7 @@ struct DomainSpec {
   bool bare_metal = false;
   std::uint32_t vcpus = 1;
   std::uint32_t weight = 256;
+  std::uint32_t cap_pct = 0;  ///< % of one pCPU the whole domain may use (0 = uncapped)
   std::uint64_t cookie = 0;
   /// Per-entity hard and soft affinity (size vcpus; empty: every usable thread).
   std::vector<topo::CpuSet> hard, soft;

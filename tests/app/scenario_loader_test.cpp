@@ -90,7 +90,7 @@ TEST(ScenarioLoader, PolicyParametersAreRead) {
 
 TEST(ScenarioLoader, ErrorsNameLineAndField) {
   EXPECT_EQ(error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, colour: red, workload: {kind: sysbench-cpu}}\n"),
-            "t.yaml:3:25: vms[0].colour: unknown key (allowed here: name, count, vcpus, weight, affinity, memory, workload)");
+            "t.yaml:3:25: vms[0].colour: unknown key (allowed here: name, count, vcpus, weight, cap, affinity, memory, workload)");
   EXPECT_NE(error_of("topology: one-core-ht\nhost: {scheduler: {policy: rr, slice: 1}}\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n")
                 .find("t.yaml:2:39: host.scheduler.slice: expected a duration"),
             std::string::npos);
