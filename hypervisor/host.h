@@ -105,7 +105,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void cancel_timer(TimerId t) override;
 
   // GuestPort
-  sim::Time measure_from() const override { return measure_from_; }
+  /// The end of warm-up, known from the start: guests ask it during warm-up to decide not to
+  /// count results yet, before measure_from_ itself moves there.
+  sim::Time measure_from() const override { return spec_.warmup; }
   void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
   void halt(VcpuId v) override;
   void kick(VcpuId v) override;

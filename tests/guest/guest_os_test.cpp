@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// Pins the guest OS model (guest/guest_os.h) as the host sees it: a vCPU with no runnable thread
+// halts (Blocked on the host); a thread's wake-up kicks its halted vCPU; threads sharing vCPUs
+// rotate every guest slice of work, so equal threads progress equally; bare metal maps thread i
+// to entity i; and a program's block phases show up as the expected blocked share.
+// Expected values are computed by hand from the rules in guest_os.h and the host's context-switch
+// cost (2 us per switch-in, during which the pCPU is busy but no work progresses).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "guest/guest_os.h"
+#include "guest/program.h"
+#include "guest/workload.h"
+#include "hypervisor/host.h"
+#include "sim/sim_time.h"
+#include "test_host.h"
+
+namespace vcpusim {
+namespace {
+
+using guest::Phase;
+using test::CountingWorkload;
+using test::TestHost;
+
+constexpr sim::Duration kCs = sim::us(2);
+
+std::unique_ptr<guest::Program> program(std::uint32_t threads, std::vector<Phase> phases) {
+  return std::make_unique<guest::Program>(threads, std::move(phases));
+}
+Phase compute(double ns) { return Phase{true, ns, Phase::Dist::kConst, hv::Profile::kCpu, 0}; }
+Phase block(double ns) { return Phase{false, ns, Phase::Dist::kConst, hv::Profile::kCpu, 0}; }
+
+TEST(GuestOs, VcpuWithNoRunnableThreadHalts) {
+  // One thread computes 1 ms then blocks 10 ms. Switched in at t = 0, it stalls cs, computes
+  // until 1 ms + cs, and blocks: the vCPU has nothing to run and halts, so at 2 ms it is Blocked
+  // on the host and its pCPU idles.
+  TestHost h(test::one_core_ht());
+  auto vm = h.add_vm(test::vm("a", 1, test::cpus({0})), program(1, {compute(1e6), block(10e6)}));
+  h.start();
+  h.run_until(sim::ms(2));
+  const hv::VcpuId v = vm.vcpus[0];
+  EXPECT_TRUE(h.host().is_blocked(v));
+  EXPECT_EQ(h.host().pcpu(0).curr, hv::kIdle);
+  EXPECT_EQ(h.host().vcpu_stats(v).running, sim::ms(1) + kCs);
+  EXPECT_EQ(h.host().vcpu_stats(v).blocked, sim::ms(2) - (sim::ms(1) + kCs));
+}
+
+TEST(GuestOs, VcpuWithoutAnyThreadStaysHaltedThroughout) {
+  // One sysbench thread on a 2-vCPU VM: thread 0 goes to vCPU 0; vCPU 1 never has a thread, so it
+  // is never woken: blocked for the whole run.
+  TestHost h(test::two_cores_ht());
+  auto vm = h.add_vm(test::vm("a", 2), test::workload("sysbench-cpu", {{"threads", 1}}));
+  h.start();
+  h.run_until(sim::ms(500));
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).blocked, sim::ms(500));
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).wakeups, 0u);
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(500));
+}
+
+TEST(GuestOs, ThreadWakeupKicksItsHaltedVcpu) {
+  // Same program: the block ends at 1 ms + cs + 10 ms = 11.002 ms; the guest timer wakes the
+  // thread, which kicks its halted vCPU: the host wakes it (second wake-up) and runs it at once
+  // on the idle pCPU; after another cs and 1 ms of work it halts again at 12.004 ms.
+  TestHost h(test::one_core_ht());
+  auto vm = h.add_vm(test::vm("a", 1, test::cpus({0})), program(1, {compute(1e6), block(10e6)}));
+  h.start();
+  const hv::VcpuId v = vm.vcpus[0];
+  h.run_until(sim::ms(11));
+  EXPECT_TRUE(h.host().is_blocked(v));
+  EXPECT_EQ(h.host().vcpu_stats(v).wakeups, 1u);
+  h.run_until(sim::ms(11) + sim::us(500));
+  EXPECT_TRUE(h.host().is_running(v));
+  EXPECT_EQ(h.host().vcpu_stats(v).wakeups, 2u);
+  EXPECT_EQ(h.host().vcpu_stats(v).runnable, 0);  // the idle pCPU took it at the instant of the kick
+  h.run_until(sim::ms(13));
+  EXPECT_TRUE(h.host().is_blocked(v));
+  EXPECT_EQ(h.host().vcpu_stats(v).running, 2 * (sim::ms(1) + kCs));
+}
+
+TEST(GuestOs, ThreadsSharingVcpusProgressEvenly) {
+  // 4 sysbench-cpu threads on 2 vCPUs pinned to different cores (siblings idle: rate 1). Threads
+  // 0 and 2 share vCPU 0, 1 and 3 vCPU 1; each vCPU runs all the time and rotates its two
+  // threads every 3 ms guest slice of work. Over T = 3 s each vCPU does T - cs of work, so each
+  // thread does (T - cs) / 2 to within half a slice, i.e. completes
+  //   (T - cs) / (2 E) events, +- (slice / 2 + E) / E   (E = one event; one may be part-done).
+  const sim::Duration T = sim::seconds(3), slice = sim::ms(3);
+  const double E = 1e9 / 1306.90;
+  TestHost h(test::two_cores_ht());
+  auto counting = std::make_unique<CountingWorkload>(
+      test::workload("sysbench-cpu", {{"threads", 4}, {"events_per_step", 1}}));
+  CountingWorkload* cw = counting.get();
+  auto vm = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::move(counting));
+  h.start();
+  h.run_until(T);
+  const double per_thread = static_cast<double>(T - kCs) / (2 * E);
+  double total = 0;
+  for (std::uint32_t t = 0; t < 4; ++t) {
+    EXPECT_NEAR(cw->results(t), per_thread, (slice / 2.0 + E) / E) << "thread " << t;
+    total += cw->results(t);
+  }
+  // All of it: each vCPU's two threads may each hold one part-done event at the end.
+  EXPECT_LE(total, 2 * static_cast<double>(T - kCs) / E);
+  EXPECT_GE(total, 2 * static_cast<double>(T - kCs) / E - 4);
+  EXPECT_DOUBLE_EQ(vm.os->results().results, total);
+}
+
+// A workload whose thread i computes work[i] ns once and then sleeps for good: which entity
+// ran which thread, and when, shows in the entities' run times.
+class OnceWorkload final : public guest::Workload {
+ public:
+  explicit OnceWorkload(std::vector<double> work) : work_(std::move(work)), done_(work_.size(), false) {}
+  std::string_view kind() const override { return "once"; }
+  std::uint32_t threads() const override { return static_cast<std::uint32_t>(work_.size()); }
+  guest::Step next(std::uint32_t t, sim::RngStream&) override {
+    if (!done_[t]) {
+      done_[t] = true;
+      return guest::Step{guest::Step::Kind::kCompute, work_[t], hv::Profile::kCpu, 0, 0, 1};
+    }
+    return guest::Step{guest::Step::Kind::kBlock, 0, hv::Profile::kCpu, 0, sim::seconds(1000), 0};
+  }
+  std::string_view unit() const override { return "steps/s"; }
+
+ private:
+  std::vector<double> work_;
+  std::vector<bool> done_;
+};
+
+TEST(GuestOs, IdleVcpuPullsAWaitingThread) {
+  // 3 threads on 2 vCPUs (pinned to two cores): threads 0 and 2 start on vCPU 0, thread 1 on
+  // vCPU 1. Thread 0 computes 2 ms, threads 1 and 2 1 ms each, then all sleep for good. At
+  // 1 ms + cs thread 1 sleeps; vCPU 1 has nothing of its own and, before halting, steals thread 2
+  // from vCPU 0's queue (newidle balance). So by 2 ms + cs all three are done, vCPU 1 having run
+  // 2 ms + cs; without the steal thread 2 would wait for vCPU 0 until 2 ms + cs.
+  TestHost h(test::flat(2));
+  auto vm = h.add_vm(test::vm_pinned_each("a", {0, 1}),
+                     std::make_unique<OnceWorkload>(std::vector<double>{2e6, 1e6, 1e6}));
+  h.start();
+  h.run_until(sim::ms(2) + kCs);
+  EXPECT_EQ(vm.os->results().steps, 3u);
+  EXPECT_TRUE(h.host().is_blocked(vm.vcpus[0]));
+  EXPECT_TRUE(h.host().is_blocked(vm.vcpus[1]));
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + kCs);
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).running, sim::ms(2) + kCs);
+}
+
+TEST(GuestOs, BareMetalMapsThreadIToEntityI) {
+  // Bare metal: no guest scheduler, thread i is entity i. Thread i computes (i + 1) ms once; on a
+  // 4-core machine without SMT each runs alone at rate 1: entity i runs cs + (i + 1) ms, halts.
+  TestHost h(test::flat(4));
+  hv::DomainSpec d = test::vm("tasks", 3);
+  d.bare_metal = true;
+  auto bm = h.add_vm(d, std::make_unique<OnceWorkload>(std::vector<double>{1e6, 2e6, 3e6}));
+  h.start();
+  h.run_until(sim::ms(10));
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(h.host().vcpu_stats(bm.vcpus[i]).running, kCs + sim::ms(i + 1)) << "entity " << i;
+    EXPECT_TRUE(h.host().is_blocked(bm.vcpus[i]));
+  }
+  EXPECT_TRUE(h.host().domain(bm.id).bare_metal);
+}
+
+TEST(GuestOs, BareMetalNeedsOneEntityPerThread) {
+  TestHost h(test::flat(4));
+  hv::DomainSpec d = test::vm("tasks", 2);
+  d.bare_metal = true;
+  EXPECT_THROW(h.add_vm(d, std::make_unique<OnceWorkload>(std::vector<double>{1e6, 2e6, 3e6})), std::invalid_argument);
+}
+
+TEST(GuestOs, ProgramBlockPhasesGiveTheExpectedBlockedShare) {
+  // compute 1 ms / block 1 ms (constant), one thread alone on a core. One loop: switch-in (cs),
+  // 1 ms of work, halt, 1 ms blocked, wake at once onto the idle pCPU. Loop length L = 2 ms + cs,
+  // blocked 1 ms of it: share 1 / 2.002 = 49.95%. Over T = 1 s the part-done last loop moves the
+  // share by at most L / T.
+  const sim::Duration T = sim::seconds(1);
+  const double L = 2e6 + static_cast<double>(kCs);
+  TestHost h(test::one_core_ht());
+  auto vm = h.add_vm(test::vm("a", 1, test::cpus({0})), program(1, {compute(1e6), block(1e6)}));
+  h.start();
+  h.run_until(T);
+  const auto s = h.host().vcpu_stats(vm.vcpus[0]);
+  const double share = static_cast<double>(s.blocked) / static_cast<double>(T);
+  EXPECT_NEAR(share, 1e6 / L, L / static_cast<double>(T));
+  EXPECT_EQ(s.runnable, 0);
+  // Loops completed (one result per loop): T / L, the last one possibly unfinished.
+  EXPECT_NEAR(vm.os->results().results, static_cast<double>(T) / L, 1.0);
+}
+
+TEST(GuestOs, ResultsCountOnlyAfterWarmup) {
+  // One sysbench-cpu thread alone (rate 1, one event per step) with a 100 ms warm-up, run to
+  // 1.1 s: events complete at cs + k E; only those at or after 100 ms count, i.e. (1 s) / E of
+  // them to within one event, and the throughput divides by the measured 1 s, not the 1.1 s run.
+  hv::HostSpec hs;
+  hs.warmup = sim::ms(100);
+  const double E = 1e9 / 1306.90;
+  TestHost h(test::one_core_ht(), hs);
+  auto vm = h.add_vm(test::vm("a", 1, test::cpus({0})),
+                     test::workload("sysbench-cpu", {{"threads", 1}, {"events_per_step", 1}}));
+  h.start();
+  h.run_until(sim::ms(1100));
+  EXPECT_EQ(h.host().measured(), sim::seconds(1));
+  const guest::GuestResults r = vm.os->results();
+  EXPECT_NEAR(r.results, 1e9 / E, 1.0);
+  EXPECT_NEAR(r.throughput, 1306.90, 1.0);
+  EXPECT_NEAR(static_cast<double>(r.steps), (1.1e9 - static_cast<double>(kCs)) / E, 1.0);  // all time
+}
+
+}  // namespace
+}  // namespace vcpusim
