@@ -6,10 +6,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
 #include "app/bench.h"
+#include "app/compare.h"
+#include "app/records.h"
+#include "app/reproduce.h"
+#include "app/sweep.h"
+#include "app/sweep_runner.h"
 #include "app/config_error.h"
 #include "app/report.h"
 #include "app/runner.h"
@@ -81,6 +87,47 @@ int cmd_run(const std::string& file, const std::optional<std::uint64_t>& seed, c
   return 0;
 }
 
+// --set PATH=VALUE pairs; VALUE is YAML.
+std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<std::string>& sets) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& s : sets) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw app::ConfigError("<command line>", 0, 0, "--set", "'" + s + "' is not PATH=VALUE");
+    out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+  return out;
+}
+
+app::YamlReader with_sets(const app::YamlReader& r, const std::vector<std::string>& sets) {
+  YAML::Node doc = app::shallow_copy(r.node());
+  for (const auto& [k, v] : parse_sets(sets)) {
+    YAML::Node val;
+    try {
+      val = YAML::Load(v);
+    } catch (const YAML::Exception& e) {
+      throw app::ConfigError("<command line>", 0, 0, "--set " + k, "not YAML: " + e.msg);
+    }
+    app::apply_override(doc, k, val, app::YamlReader(val, "<command line>", "--set " + k));
+  }
+  return app::YamlReader(doc, r.file(), "");
+}
+
+std::vector<nlohmann::json> records_of(const std::vector<std::string>& dirs) {
+  std::vector<nlohmann::json> all;
+  for (const auto& d : dirs) {
+    const std::string path = std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+    if (!std::filesystem::exists(path)) throw app::ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
+    for (auto& r : app::read_records(path)) all.push_back(std::move(r));
+  }
+  return all;
+}
+
+void print_sweep_summary(const app::SweepSummary& s) {
+  std::cerr << "sweep: " << s.written << " records written, " << s.skipped << " already present, "
+            << (s.total - s.skipped - s.written) << " left; " << s.records_path << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +158,44 @@ int main(int argc, char** argv) {
   bench->add_flag("--quick", bo.quick, "short runs, for a smoke test");
   bench->add_option("--json", bench_json, "also write the figures as JSON to FILE");
 
+  auto* sweep = cli.add_subcommand("sweep", "Run a scenario's sweep (cross product x columns x repetitions) into DIR/records.jsonl; resumes");
+  std::string sweep_file, out_dir;
+  unsigned jobs = 0;
+  std::uint64_t max_records = 0;
+  std::vector<std::string> sets;
+  sweep->add_option("SCENARIO", sweep_file, "scenario YAML with sweep: and/or columns:")->required();
+  sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required();
+  sweep->add_option("--jobs", jobs, "parallel runs (default: every core); records are identical for any value");
+  sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)");
+  sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
+
+  auto* compare = cli.add_subcommand("compare", "Print an mmtests-style compare table from sweep records");
+  std::vector<std::string> cmp_dirs;
+  app::CompareOptions co;
+  std::string rule = "ttest";
+  bool lower = false;
+  compare->add_option("DIR", cmp_dirs, "sweep output directories (or records.jsonl files)")->required();
+  compare->add_option("--baseline", co.baseline, "baseline column label (default: the sweep's first column)");
+  compare->add_option("--by", co.by, "swept field whose values are the table's operations (default: the only one)");
+  compare->add_option("--metric", co.metric, "record metric (default: the only vm.GROUP.throughput or ops_per_sec)");
+  compare->add_flag("--lower-is-better", lower, "Amean rows and inverted percentages (times, latencies)");
+  compare->add_option("--rule", rule, "significance: ttest (old mmtests, default) or interval (current mmtests)")
+      ->check(CLI::IsMember({"ttest", "interval"}));
+  compare->add_option("--format", co.format, "text (default), csv, json or markdown")->check(CLI::IsMember({"text", "csv", "json", "markdown"}));
+
+  auto* repro = cli.add_subcommand("reproduce", "Run a reproduction of a published table and print model beside published");
+  std::string repro_name, repro_from, repro_out, repro_json;
+  bool repro_list = false;
+  unsigned repro_jobs = 0;
+  std::vector<std::string> repro_sets;
+  repro->add_option("NAME", repro_name, "configs/reproduce/NAME.yaml (or a path)");
+  repro->add_flag("--list", repro_list, "list the reproductions");
+  repro->add_option("--from", repro_from, "read finished records from DIR instead of running");
+  repro->add_option("--out", repro_out, "where to run the sweep (default: vcpusim-reproduce/NAME); resumes");
+  repro->add_option("--jobs", repro_jobs, "parallel runs (default: every core)");
+  repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)");
+  repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
+
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -125,6 +210,42 @@ int main(int argc, char** argv) {
         return 0;
       }
       return cmd_run(file, seed, duration, reps, json_path, csv_path, quiet);
+    }
+    if (*sweep) {
+      const app::YamlReader root = with_sets(app::YamlReader::load_file(sweep_file), sets);
+      const app::SweepPlan plan = app::expand_sweep(root);
+      app::SweepOptions so{out_dir, jobs, max_records, ::isatty(2) != 0};
+      print_sweep_summary(app::run_sweep(plan, so, std::cerr));
+      return 0;
+    }
+    if (*compare) {
+      co.higher_is_better = !lower;
+      co.rule = rule == "interval" ? app::SignificanceRule::kInterval : app::SignificanceRule::kTTest;
+      auto recs = records_of(cmp_dirs);
+      const app::Grouped g = app::group_records(recs, co);
+      app::write_compare(std::cout, g, app::compare_cells(g, co), co);
+      return 0;
+    }
+    if (*repro) {
+      if (repro_list || repro_name.empty()) {
+        for (const auto& n : app::list_reproductions()) {
+          const app::Reproduction r = app::load_reproduction(n, {});
+          std::cout << n << ": " << r.description << "\n    source: " << r.source << "\n";
+        }
+        return 0;
+      }
+      const app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets));
+      std::string dir = repro_from;
+      if (dir.empty()) {
+        dir = repro_out.empty() ? "vcpusim-reproduce/" + r.name : repro_out;
+        app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
+        print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));
+      }
+      const auto recs = records_of({dir});
+      const app::ReproductionResult res = app::evaluate(r, recs);
+      if (!repro_json.empty()) write_atomically(repro_json, app::reproduction_json(r, res).dump(2) + "\n");
+      if (repro_json != "-") app::write_reproduction(std::cout, r, recs, res);
+      return 0;
     }
     if (*bench) {
       const auto j = app::run_bench(bo, std::cout);

@@ -188,7 +188,7 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
 
 GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology& t, const topo::CpuSet& usable,
                      std::uint32_t& vm_index) {
-  if (bare_metal) only_keys(r, {"name", "affinity", "memory", "workload"});
+  if (bare_metal) only_keys(r, {"name", "count", "affinity", "memory", "workload"});
   else only_keys(r, {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload"});
   GroupSpec g;
   g.bare_metal = bare_metal;
@@ -197,11 +197,11 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
   if (g.name.empty() || g.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
     name.fail("a name uses only letters, digits, '-' and '_'");
   g.workload = read_workload(r.at("workload"));
+  // count: 0 is allowed so a sweep can switch a group off (e.g. an "Alone" row).
+  g.count = static_cast<std::uint32_t>(r.get_int("count", 1, 0, 4096));
   if (bare_metal) {
-    g.count = 1;
     g.vcpus = g.workload.threads;
   } else {
-    g.count = static_cast<std::uint32_t>(r.get_int("count", 1, 1, 4096));
     g.vcpus = static_cast<std::uint32_t>(r.at("vcpus").as_int());
     if (g.vcpus < 1 || g.vcpus > 4096) r.at("vcpus").fail(std::to_string(g.vcpus) + " is out of range [1, 4096]");
     g.weight = static_cast<std::uint32_t>(r.get_int("weight", 256, 1, 65535));
@@ -292,7 +292,9 @@ void read_exec(const YamlReader& h, hv::ExecParams& x) {
 
 ScenarioSpec load_scenario(const YamlReader& root) {
   if (root.is_null()) root.fail("the scenario is empty");
-  only_keys(root, {"name", "seed", "duration", "warmup", "repetitions", "topology", "host", "guest", "vms", "baremetal"});
+  // sweep: and columns: belong to `vcpusim sweep` (app/sweep.h); a plain run uses the base.
+  only_keys(root, {"name", "seed", "duration", "warmup", "repetitions", "topology", "host", "guest", "vms", "baremetal",
+                   "sweep", "columns"});
   ScenarioSpec s;
   s.file = root.file();
   s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());
@@ -354,7 +356,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       s.groups.push_back(std::move(g));
     }
   }
-  if (s.groups.empty()) root.fail("the scenario has no vms and no baremetal tasks");
+  if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
   if (entities > 1'000'000) root.fail("more than 1,000,000 vCPUs and tasks");
   return s;
 }

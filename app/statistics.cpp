@@ -2,6 +2,7 @@
 #include "app/statistics.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 
@@ -47,6 +48,74 @@ Summary summarize(const std::vector<double>& xs) {
   }
   s.coeffvar = s.amean != 0 ? 100.0 * s.stddev / s.amean : 0.0;
   return s;
+}
+
+double best_mean(std::vector<double> xs, double percent, bool higher_is_better) {
+  if (xs.empty()) return 0;
+  if (higher_is_better) std::sort(xs.begin(), xs.end(), std::greater<>());
+  else std::sort(xs.begin(), xs.end());
+  const std::size_t k = std::max<std::size_t>(1, static_cast<std::size_t>(static_cast<double>(xs.size()) * percent / 100.0));
+  xs.resize(k);
+  const Summary s = summarize(xs);
+  return higher_is_better ? s.hmean : s.amean;
+}
+
+double harmonic_stddev(const std::vector<double>& xs) {
+  const Summary s = summarize(xs);
+  if (s.hmean <= 0 || xs.empty()) return 0;
+  double acc = 0;
+  for (double x : xs) acc += (1.0 / x - 1.0 / s.hmean) * (1.0 / x - 1.0 / s.hmean);
+  return s.hmean * s.hmean * std::sqrt(acc / static_cast<double>(xs.size()));
+}
+
+namespace {
+
+// Continued fraction for the incomplete beta (modified Lentz), as in Numerical Recipes 6.4.
+double beta_cf(double a, double b, double x) {
+  constexpr int kMaxIter = 300;
+  constexpr double kEps = 1e-15, kTiny = 1e-300;
+  const double qab = a + b, qap = a + 1, qam = a - 1;
+  double c = 1, d = 1 - qab * x / qap;
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= kMaxIter; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1) < kEps) break;
+  }
+  return h;
+}
+
+}  // namespace
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double lbt = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  const double bt = std::exp(lbt);
+  if (x < (a + 1) / (a + b + 2)) return bt * beta_cf(a, b, x) / a;
+  return 1 - bt * beta_cf(b, a, 1 - x) / b;
+}
+
+double student_t_two_sided_p(double t, double df) {
+  if (!(df > 0)) return std::numeric_limits<double>::quiet_NaN();
+  t = std::fabs(t);
+  return incomplete_beta(df / 2, 0.5, df / (df + t * t));
 }
 
 }  // namespace vcpusim::app

@@ -16,6 +16,17 @@ struct Summary {
 };
 
 Summary summarize(const std::vector<double>& xs);
+
+/// mmtests' "best P%" mean: the Hmean (higher-is-better) or Amean of the k = max(1, n*P/100)
+/// best samples.
+double best_mean(std::vector<double> xs, double percent, bool higher_is_better);
+/// mmtests' HStddev (current code): H^2 * sqrt(sum((1/x - 1/H)^2) / n), the delta-method spread
+/// of a harmonic mean.
+double harmonic_stddev(const std::vector<double>& xs);
+/// Two-sided p-value of Student's t with df degrees of freedom: P(|T| >= t).
+double student_t_two_sided_p(double t, double df);
+/// Regularized incomplete beta I_x(a, b).
+double incomplete_beta(double a, double b, double x);
 /// Two-sided Student t quantile t(1 - alpha/2, df) for alpha = 0.05.
 double t_quantile_975(double df);
 

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+#include "app/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "app/config_error.h"
+#include "app/statistics.h"
+
+namespace vcpusim::app {
+namespace {
+
+std::string render(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
+  return v.dump();
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string s;
+  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+constexpr int kField = 12, kPrecision = 2;  // mmtests Summarise FieldLength and Precision
+
+}  // namespace
+
+double pdiff(double now, double base) {
+  if (now == base || now == 0) return 0;
+  if (base == 0) return 100;
+  return 100.0 * now / base - 100.0;
+}
+
+double pndiff(double now, double base) {
+  if (now == base) return 0;
+  if (now == 0) return 100;
+  if (base == 0) return -99;
+  return 100.0 - 100.0 * now / base;
+}
+
+bool significant(const std::vector<double>& base, const std::vector<double>& now, bool higher, SignificanceRule rule) {
+  const Summary b = summarize(base), n = summarize(now);
+  const double mb = higher ? b.hmean : b.amean, mn = higher ? n.hmean : n.amean;
+  if (rule == SignificanceRule::kTTest) {
+    // Compare::_significanceTest (mmtests f0b33946): t on the displayed mean with the
+    // arithmetic stddev, df = n_b + n_n - 2, significant iff p < 0.10.
+    if (b.stddev == 0 && n.stddev == 0) return mb != mn;
+    const double df = static_cast<double>(b.n + n.n) - 2;
+    if (df <= 0) return false;
+    const double t = std::fabs(mb - mn) /
+                     std::sqrt(b.stddev * b.stddev / static_cast<double>(b.n) + n.stddev * n.stddev / static_cast<double>(n.n));
+    return student_t_two_sided_p(t, df) < 0.10;
+  }
+  // Current mmtests (8cd087ae): CI = mean +- 1.96 SD (SD not divided by sqrt(n); HStddev for
+  // higher-is-better), significant iff the intervals do not touch.
+  const double sb = higher ? harmonic_stddev(base) : b.stddev, sn = higher ? harmonic_stddev(now) : n.stddev;
+  const double q = 1.959963984540054 * (sb + sn);
+  return q == 0 ? std::fabs(mn - mb) > 1 : std::fabs(mn - mb) > q;
+}
+
+Grouped group_records(const std::vector<nlohmann::json>& records, const CompareOptions& o) {
+  if (records.empty()) throw ConfigError("<records>", 0, 0, "", "no records to compare");
+  Grouped g;
+  g.scenario = records.front().value("scenario", "");
+  // Columns in sweep order (column_index), fields as swept.
+  std::map<int, std::string> col_by_index;
+  std::set<std::string> metrics;
+  std::vector<std::string> fields;
+  for (const auto& r : records) {
+    const auto& c = r.at("column");
+    col_by_index[r.value("column_index", 0)] = c.is_null() ? "" : c.get<std::string>();
+    for (const auto& [k, v] : r.at("metrics").items()) metrics.insert(k);
+    for (const auto& [k, v] : r.at("point").items())
+      if (std::find(fields.begin(), fields.end(), k) == fields.end()) fields.push_back(k);
+  }
+  g.metric = o.metric;
+  if (g.metric.empty()) {
+    std::vector<std::string> tp;
+    for (const auto& m : metrics)
+      if (m == "ops_per_sec" || (m.size() > 11 && m.compare(m.size() - 11, 11, ".throughput") == 0 && std::count(m.begin(), m.end(), '.') == 2 && m.find('-') == std::string::npos))
+        tp.push_back(m);
+    if (tp.size() != 1) throw ConfigError("<command line>", 0, 0, "--metric", "choose a metric: " + join(std::vector<std::string>(metrics.begin(), metrics.end())));
+    g.metric = tp.front();
+  } else if (!metrics.count(g.metric)) {
+    throw ConfigError("<command line>", 0, 0, "--metric", "no metric '" + g.metric + "' in the records (have: " + join(std::vector<std::string>(metrics.begin(), metrics.end())) + ")");
+  }
+  for (const auto& [i, c] : col_by_index) g.columns.push_back(c);
+  if (!o.baseline.empty()) {
+    auto it = std::find(g.columns.begin(), g.columns.end(), o.baseline);
+    if (it == g.columns.end()) throw ConfigError("<command line>", 0, 0, "--baseline", "no column '" + o.baseline + "' (have: " + join(g.columns) + ")");
+    std::rotate(g.columns.begin(), it, it + 1);
+  }
+  g.by = o.by;
+  if (g.by.empty() && fields.size() == 1) g.by = fields.front();
+  if (!g.by.empty() && std::find(fields.begin(), fields.end(), g.by) == fields.end())
+    throw ConfigError("<command line>", 0, 0, "--by", "no swept field '" + g.by + "' (have: " + join(fields) + ")");
+
+  // Operations: the --by value, with any other swept fields appended; ordered by point_index.
+  std::map<int, std::string> op_by_index;
+  for (const auto& r : records) {
+    const auto& p = r.at("point");
+    std::string op = g.by.empty() ? "" : render(p.at(g.by));
+    for (const auto& f : fields)
+      if (f != g.by && p.contains(f)) op += (op.empty() ? "" : ",") + f + "=" + render(p.at(f));
+    if (op.empty()) op = "-";
+    const int idx = r.value("point_index", 0);
+    op_by_index.emplace(idx, op);
+    const auto& m = r.at("metrics");
+    if (!m.contains(g.metric)) continue;
+    const auto& c = r.at("column");
+    g.samples[{c.is_null() ? "" : c.get<std::string>(), op}].push_back(m.at(g.metric).get<double>());
+  }
+  for (const auto& [i, op] : op_by_index)
+    if (std::find(g.ops.begin(), g.ops.end(), op) == g.ops.end()) g.ops.push_back(op);
+  return g;
+}
+
+std::vector<CompareCell> compare_cells(const Grouped& g, const CompareOptions& o) {
+  const bool hi = o.higher_is_better;
+  const std::string mean = hi ? "Hmean" : "Amean";
+  struct Row {
+    std::string label;
+    double (*stat)(const std::vector<double>&, bool);
+    bool spread;  // Stddev/CoeffVar rows always compare with pndiff
+  };
+  std::vector<Row> rows;
+  rows.push_back({"Min", [](const std::vector<double>& x, bool) { return summarize(x).min; }, false});
+  rows.push_back({mean, [](const std::vector<double>& x, bool h) { auto s = summarize(x); return h ? s.hmean : s.amean; }, false});
+  if (o.rule == SignificanceRule::kTTest || !hi) {
+    rows.push_back({"Stddev", [](const std::vector<double>& x, bool) { return summarize(x).stddev; }, true});
+    rows.push_back({"CoeffVar", [](const std::vector<double>& x, bool) { return summarize(x).coeffvar; }, true});
+  } else {
+    rows.push_back({"HStddev", [](const std::vector<double>& x, bool) { return harmonic_stddev(x); }, true});
+    rows.push_back({"HCoeffVar", [](const std::vector<double>& x, bool) {
+                      const double h = summarize(x).hmean;
+                      return h > 0 ? 100.0 * harmonic_stddev(x) / h : 0.0; }, true});
+  }
+  rows.push_back({"Max", [](const std::vector<double>& x, bool) { return summarize(x).max; }, false});
+  const std::string b = hi ? "BHmean" : "BAmean";
+  if (o.rule == SignificanceRule::kTTest) {
+    rows.push_back({b + "-50", [](const std::vector<double>& x, bool h) { return best_mean(x, 50, h); }, false});
+    rows.push_back({b + "-95", [](const std::vector<double>& x, bool h) { return best_mean(x, 95, h); }, false});
+    rows.push_back({b + "-99", [](const std::vector<double>& x, bool h) { return best_mean(x, 99, h); }, false});
+  } else {
+    rows.push_back({b + ".95", [](const std::vector<double>& x, bool h) { return best_mean(x, 95, h); }, false});
+  }
+  std::vector<CompareCell> cells;
+  const std::string& base_col = g.columns.front();
+  for (const Row& row : rows)
+    for (const std::string& op : g.ops) {
+      auto bit = g.samples.find({base_col, op});
+      for (const std::string& col : g.columns) {
+        auto it = g.samples.find({col, op});
+        if (it == g.samples.end() || it->second.empty()) continue;
+        CompareCell c{row.label, op, col, row.stat(it->second, hi), 0, false};
+        if (bit != g.samples.end() && !bit->second.empty()) {
+          const double base = row.stat(bit->second, hi);
+          c.pct = (row.spread || !hi) ? pndiff(c.value, base) : pdiff(c.value, base);
+          if (row.label == mean && col != base_col) c.significant = significant(bit->second, it->second, hi, o.rule);
+        }
+        cells.push_back(c);
+      }
+    }
+  return cells;
+}
+
+void write_compare(std::ostream& os, const Grouped& g, const std::vector<CompareCell>& cells, const CompareOptions& o) {
+  const std::string rule = o.rule == SignificanceRule::kTTest
+                               ? "two-sample t-test on the mean row, p < 0.10 (mmtests 2018-2024)"
+                               : "interval test on the mean row, |diff| > 1.96 x (SD_base + SD_new) (mmtests since 2024-11)";
+  const std::string direction = o.higher_is_better ? "higher is better, Hmean" : "lower is better, Amean";
+  auto col_name = [](const std::string& c) { return c.empty() ? std::string("(none)") : c; };
+  if (o.format == "json") {
+    nlohmann::json j;
+    j["scenario"] = g.scenario;
+    j["metric"] = g.metric;
+    j["by"] = g.by;
+    j["baseline"] = col_name(g.columns.front());
+    j["higher_is_better"] = o.higher_is_better;
+    j["significance_rule"] = o.rule == SignificanceRule::kTTest ? "ttest" : "interval";
+    j["cells"] = nlohmann::json::array();
+    for (const auto& c : cells)
+      j["cells"].push_back({{"stat", c.stat}, {"op", c.op}, {"column", col_name(c.column)}, {"value", c.value},
+                            {"pct", c.pct}, {"significant", c.significant}});
+    os << j.dump(2) << "\n";
+    return;
+  }
+  if (o.format == "csv") {
+    os << "stat,op,column,value,pct,significant\n";
+    for (const auto& c : cells)
+      fmt::print(os, "{},{},{},{:.6g},{:.4f},{}\n", c.stat, c.op, col_name(c.column), c.value, c.pct, c.significant ? 1 : 0);
+    return;
+  }
+  // Group the cells into rows (stat, op) keeping order.
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::map<std::pair<std::string, std::string>, std::map<std::string, const CompareCell*>> at;
+  for (const auto& c : cells) {
+    const auto key = std::make_pair(c.stat, c.op);
+    if (!at.count(key)) rows.push_back(key);
+    at[key][c.column] = &c;
+  }
+  auto cell_text = [&](const CompareCell* c) {
+    if (!c) return fmt::format("{:>{}} {:>10}", "-", kField, "");
+    const char* l = c->significant ? "*" : "(";
+    const char* r = c->significant ? "*" : ")";
+    return fmt::format("{:>{}.{}f} {}{:7.2f}%{}", c->value, kField, kPrecision, l, c->pct, r);
+  };
+  if (o.format == "markdown") {
+    fmt::print(os, "**{}**: metric `{}` ({}), baseline `{}`; significance: {}\n\n", g.scenario, g.metric, direction,
+               col_name(g.columns.front()), rule);
+    os << "| stat | " << (g.by.empty() ? "op" : g.by) << " |";
+    for (const auto& c : g.columns) os << " " << col_name(c) << " |";
+    os << "\n|---|---|";
+    for (std::size_t i = 0; i < g.columns.size(); ++i) os << "---:|";
+    os << "\n";
+    for (const auto& key : rows) {
+      os << "| " << key.first << " | " << key.second << " |";
+      for (const auto& col : g.columns) {
+        auto it = at[key].find(col);
+        if (it == at[key].end()) { os << " - |"; continue; }
+        const CompareCell* c = it->second;
+        os << fmt::format(" {:.2f} {}{:.2f}%{} |", c->value, c->significant ? "*" : "(", c->pct, c->significant ? "*" : ")");
+      }
+      os << "\n";
+    }
+    return;
+  }
+  // text: mmtests layout. Two header rows: each column label split at its first '-'.
+  fmt::print(os, "# {}: metric {} ({}), baseline {}\n# significance: {}\n", g.scenario, g.metric, direction,
+             col_name(g.columns.front()), rule);
+  std::size_t wl = 6, wo = 2;
+  for (const auto& key : rows) {
+    wl = std::max(wl, key.first.size());
+    wo = std::max(wo, key.second.size());
+  }
+  const int cw = kField + 7 + 4;
+  std::string h1 = std::string(wl + wo + 1, ' '), h2 = h1;
+  for (const auto& c : g.columns) {
+    const std::string n = col_name(c);
+    const auto dash = n.find('-');
+    h1 += fmt::format("{:>{}}", dash == std::string::npos ? n : n.substr(0, dash), cw);
+    h2 += fmt::format("{:>{}}", dash == std::string::npos ? "" : n.substr(dash + 1), cw);
+  }
+  os << h1 << "\n" << h2 << "\n";
+  for (const auto& key : rows) {
+    os << fmt::format("{:<{}} {:<{}}", key.first, wl, key.second, wo);
+    for (const auto& col : g.columns) {
+      auto it = at[key].find(col);
+      os << " " << cell_text(it == at[key].end() ? nullptr : it->second);
+    }
+    os << "\n";
+  }
+}
+
+}  // namespace vcpusim::app

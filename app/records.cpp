@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#include "app/records.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "app/config_error.h"
+
+namespace vcpusim::app {
+
+RecordKey key_of(const nlohmann::json& r) {
+  const auto& c = r.at("column");
+  return {c.is_null() ? std::string() : c.get<std::string>(), r.at("point").dump(), r.at("repetition").get<std::uint32_t>()};
+}
+
+std::vector<nlohmann::json> read_records(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  if (!in) return out;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const bool complete = !in.eof();  // getline hit a '\n'
+    if (line.empty()) continue;
+    try {
+      out.push_back(nlohmann::json::parse(line));
+      key_of(out.back());
+    } catch (const std::exception& e) {
+      if (!complete) break;  // a torn last line: the run was killed while writing it
+      throw ConfigError(path, lineno, 1, "", std::string("not a sweep record: ") + e.what());
+    }
+  }
+  return out;
+}
+
+void sort_records(std::vector<nlohmann::json>& records, const std::vector<std::string>& column_order) {
+  auto col_rank = [&](const nlohmann::json& r) {
+    const auto& c = r.at("column");
+    const std::string s = c.is_null() ? "" : c.get<std::string>();
+    const auto it = std::find(column_order.begin(), column_order.end(), s);
+    return std::make_pair(static_cast<std::size_t>(it - column_order.begin()), s);
+  };
+  std::stable_sort(records.begin(), records.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
+    const auto ka = key_of(a), kb = key_of(b);
+    const auto ca = col_rank(a), cb = col_rank(b);
+    if (ca != cb) return ca < cb;
+    return std::tie(std::get<1>(ka), std::get<2>(ka)) < std::tie(std::get<1>(kb), std::get<2>(kb));
+  });
+}
+
+RecordWriter::RecordWriter(const std::string& path) {
+  if (std::filesystem::exists(path)) {
+    // Cut a torn last line (no trailing newline) so appends start on a fresh line.
+    std::ifstream in(path, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), {});
+    if (!all.empty() && all.back() != '\n') {
+      const auto nl = all.rfind('\n');
+      std::filesystem::resize_file(path, nl == std::string::npos ? 0 : nl + 1);
+    }
+  }
+  out_.open(path, std::ios::app);
+  if (!out_) throw ConfigError(path, 0, 0, "", "cannot open for writing");
+}
+
+void RecordWriter::append(const nlohmann::json& record) {
+  const std::string line = record.dump() + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  out_ << line;
+  out_.flush();
+}
+
+}  // namespace vcpusim::app

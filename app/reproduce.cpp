@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+#include "app/reproduce.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "app/compare.h"
+#include "app/config_paths.h"
+#include "app/statistics.h"
+
+namespace vcpusim::app {
+
+std::vector<std::string> list_reproductions() {
+  std::vector<std::string> names;
+  for (const std::string& dir : config_search_dirs()) {
+    const auto d = std::filesystem::path(dir) / "reproduce";
+    if (!std::filesystem::is_directory(d)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(d))
+      if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+    break;
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Reproduction load_reproduction(const std::string& name_or_path,
+                               const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::string path = name_or_path;
+  if (!std::filesystem::exists(path)) {
+    path = find_config("reproduce/" + name_or_path + ".yaml");
+    if (path.empty()) {
+      std::string all;
+      for (const auto& n : list_reproductions()) all += (all.empty() ? "" : ", ") + n;
+      throw ConfigError("<command line>", 0, 0, "NAME", "no reproduction '" + name_or_path + "' (known: " + all + ")");
+    }
+  }
+  const YamlReader root = YamlReader::load_file(path);
+  root.only({"source", "description", "metric", "higher_is_better", "rows", "baseline", "tolerance_pct", "scenario", "published"});
+  Reproduction r;
+  r.file = path;
+  r.name = std::filesystem::path(path).stem().string();
+  r.source = root.at("source").as_string();
+  r.description = root.get_string("description", "");
+  r.metric = root.at("metric").as_string();
+  r.higher_is_better = root.get_bool("higher_is_better", true);
+  r.rows = root.at("rows").as_string();
+  r.tolerance_pct = root.get_double("tolerance_pct", 10, 0, 1000);
+  if (root.has("baseline")) {
+    const YamlReader b = root.at("baseline");
+    b.only({"row", "column"});
+    r.baseline_row = b.get_string("row", "");
+    r.baseline_column = b.get_string("column", "");
+  }
+  const YamlReader pub = root.at("published");
+  pub.require_sequence();
+  for (std::size_t i = 0; i < pub.size(); ++i) {
+    const YamlReader c = pub.at(i);
+    c.only({"row", "column", "value", "stddev", "note"});
+    PublishedCell p;
+    p.row = c.at("row").as_string();
+    p.column = c.has("column") && !c.at("column").is_null() ? c.at("column").as_string() : "";
+    p.value = c.at("value").as_double();
+    p.stddev = c.get_double("stddev", -1, 0, 1e300);
+    p.note = c.get_string("note", "");
+    r.published.push_back(p);
+  }
+  YAML::Node scen = shallow_copy(root.at("scenario").node());
+  for (const auto& [k, v] : overrides) apply_override(scen, k, YAML::Load(v), root.at("scenario"));
+  r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
+  if (std::find(r.plan.axes.begin(), r.plan.axes.end(), r.rows) == r.plan.axes.end())
+    root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
+  return r;
+}
+
+namespace {
+
+std::string cell_op(const nlohmann::json& point, const std::string& field) {
+  const auto& v = point.at(field);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records) {
+  ReproductionResult res;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> samples;  // (row, column)
+  for (const auto& rec : records) {
+    const auto& m = rec.at("metrics");
+    if (!m.contains(r.metric) || !rec.at("point").contains(r.rows)) continue;
+    const auto& c = rec.at("column");
+    samples[{cell_op(rec.at("point"), r.rows), c.is_null() ? "" : c.get<std::string>()}].push_back(m.at(r.metric).get<double>());
+  }
+  auto mean_of = [&](const std::vector<double>& xs) {
+    const Summary s = summarize(xs);
+    return r.higher_is_better ? s.hmean : s.amean;
+  };
+  for (const PublishedCell& p : r.published) {
+    CellResult c;
+    c.pub = p;
+    auto it = samples.find({p.row, p.column});
+    if (it != samples.end()) {
+      c.samples = it->second.size();
+      c.model = mean_of(it->second);
+      c.model_stddev = summarize(it->second).stddev;
+      c.diff_pct = p.value != 0 ? 100.0 * (c.model / p.value - 1.0) : 0.0;
+      c.within = std::fabs(c.diff_pct) <= r.tolerance_pct;
+    }
+    if (c.within) ++res.within;
+    res.mean_abs_diff += std::fabs(c.diff_pct);
+    res.cells.push_back(c);
+  }
+  if (!res.cells.empty()) res.mean_abs_diff /= static_cast<double>(res.cells.size());
+  // % changes against the baseline cell (same column for a baseline row, same row for a column).
+  double err = 0;
+  for (const CellResult& c : res.cells) {
+    const CellResult* base = nullptr;
+    for (const CellResult& b : res.cells) {
+      const bool is_base = !r.baseline_row.empty() ? (b.pub.row == r.baseline_row && b.pub.column == c.pub.column)
+                                                   : (b.pub.column == r.baseline_column && b.pub.row == c.pub.row);
+      if (is_base) base = &b;
+    }
+    if (!base || base == &c || base->samples == 0 || c.samples == 0) continue;
+    const double pub_change = pdiff(c.pub.value, base->pub.value);
+    const double model_change = pdiff(c.model, base->model);
+    ++res.direction_total;
+    if ((pub_change > 0) == (model_change > 0) && (pub_change < 0) == (model_change < 0)) ++res.direction_agree;
+    err += std::fabs(model_change - pub_change);
+  }
+  if (res.direction_total) res.mae_pp = err / static_cast<double>(res.direction_total);
+  return res;
+}
+
+void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
+                        const ReproductionResult& res) {
+  fmt::print(os, "reproduction {}: {}\nsource: {}\n", r.name, r.description, r.source);
+  fmt::print(os, "metric {} ({}), rows = {}, tolerance {:g}%\n\n", r.metric,
+             r.higher_is_better ? "higher is better, Hmean" : "lower is better, Amean", r.rows, r.tolerance_pct);
+  CompareOptions o;
+  o.metric = r.metric;
+  o.by = r.rows;
+  o.higher_is_better = r.higher_is_better;
+  if (!r.baseline_column.empty()) o.baseline = r.baseline_column;
+  const Grouped g = group_records(records, o);
+  os << "model (vcpusim compare):\n";
+  write_compare(os, g, compare_cells(g, o), o);
+  os << "\nmodel beside published:\n";
+  fmt::print(os, "{:<28} {:<14} {:>12} {:>9} {:>12} {:>9} {:>3} {:>9}  {}\n", "row", "column", "published", "stddev",
+             "model", "stddev", "n", "diff%", "within");
+  for (const CellResult& c : res.cells) {
+    fmt::print(os, "{:<28} {:<14} {:>12.2f} {:>9} {:>12.2f} {:>9.2f} {:>3} {:>+8.2f}%  {}\n", c.pub.row,
+               c.pub.column.empty() ? "-" : c.pub.column, c.pub.value,
+               c.pub.stddev >= 0 ? fmt::format("{:.2f}", c.pub.stddev) : "-", c.model, c.model_stddev, c.samples,
+               c.diff_pct, c.samples == 0 ? "no data" : c.within ? "yes" : "NO");
+  }
+  fmt::print(os, "\nsummary: {}/{} cells within {:g}%; mean |diff| {:.2f}%; direction of the % changes against {} "
+                 "agrees in {}/{}; mean absolute error of those changes {:.2f} points\n",
+             res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
+             !r.baseline_row.empty() ? "row " + r.baseline_row : "column " + r.baseline_column, res.direction_agree,
+             res.direction_total, res.mae_pp);
+}
+
+nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res) {
+  nlohmann::json j;
+  j["reproduction"] = r.name;
+  j["source"] = r.source;
+  j["metric"] = r.metric;
+  j["tolerance_pct"] = r.tolerance_pct;
+  j["cells"] = nlohmann::json::array();
+  for (const CellResult& c : res.cells)
+    j["cells"].push_back({{"row", c.pub.row},
+                          {"column", c.pub.column.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.pub.column)},
+                          {"published", c.pub.value},
+                          {"published_stddev", c.pub.stddev >= 0 ? nlohmann::json(c.pub.stddev) : nlohmann::json(nullptr)},
+                          {"model", c.model},
+                          {"model_stddev", c.model_stddev},
+                          {"samples", c.samples},
+                          {"diff_pct", c.diff_pct},
+                          {"within_tolerance", c.within}});
+  j["summary"] = {{"cells", res.cells.size()},
+                  {"within_tolerance", res.within},
+                  {"mean_abs_diff_pct", res.mean_abs_diff},
+                  {"direction_agree", res.direction_agree},
+                  {"direction_total", res.direction_total},
+                  {"mae_pp", res.mae_pp}};
+  return j;
+}
+
+}  // namespace vcpusim::app

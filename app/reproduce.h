@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// This file defines reproductions: a published table and the scenario that answers it, as data
+// in configs/reproduce/NAME.yaml, and `vcpusim reproduce NAME`, which runs the sweep (or reads
+// finished records) and prints the model beside the publication through the compare code, with
+// the per-cell difference and a summary: cells within tolerance, direction agreement of the %
+// changes against the baseline, and the mean absolute error of those changes in points.
+//
+// File format:
+//   source: "the mail it answers (subject, author, ../shared/calibration/FILE)"
+//   description: "..."
+//   metric: vm.cpu.throughput       # the record metric the published number measures
+//   higher_is_better: true
+//   rows: case                      # the swept field whose values are the published rows
+//   baseline: {row: Alone}          # or {column: HT}: what the % changes are against
+//   tolerance_pct: 5                # a cell is within tolerance when |model/published - 1| <= this
+//   scenario: {...}                 # a scenario with sweep: (and columns:, when the table has them)
+//   published:
+//     - {row: Alone, column: null, value: 1306.90, stddev: 0.94}
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/sweep.h"
+
+namespace vcpusim::app {
+
+struct PublishedCell {
+  std::string row, column, note;
+  double value = 0, stddev = -1;  ///< stddev < 0: not published
+};
+
+struct Reproduction {
+  std::string name, file, source, description, metric, rows;
+  bool higher_is_better = true;
+  std::string baseline_row, baseline_column;  ///< one of the two is set
+  double tolerance_pct = 10;
+  std::vector<PublishedCell> published;
+  SweepPlan plan;
+};
+
+/// Names of configs/reproduce/*.yaml.
+std::vector<std::string> list_reproductions();
+/// Loads configs/reproduce/NAME.yaml (or a path). `overrides` (path=value) apply to the scenario.
+Reproduction load_reproduction(const std::string& name_or_path,
+                               const std::vector<std::pair<std::string, std::string>>& overrides);
+
+struct CellResult {
+  PublishedCell pub;
+  double model = 0, model_stddev = 0;
+  std::size_t samples = 0;
+  double diff_pct = 0;
+  bool within = false;
+};
+
+struct ReproductionResult {
+  std::vector<CellResult> cells;
+  std::size_t within = 0;
+  std::size_t direction_total = 0, direction_agree = 0;
+  double mae_pp = 0;          ///< mean |model % change - published % change|, in points
+  double mean_abs_diff = 0;   ///< mean |diff_pct| over cells
+};
+
+ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records);
+void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
+                        const ReproductionResult& res);
+nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res);
+
+}  // namespace vcpusim::app

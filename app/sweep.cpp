@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+#include "app/sweep.h"
+
+#include <charconv>
+
+#include "sim/rng.h"
+
+namespace vcpusim::app {
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  while (pos <= path.size()) {
+    const std::size_t dot = path.find('.', pos);
+    parts.push_back(path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos));
+    if (dot == std::string::npos) break;
+    pos = dot + 1;
+  }
+  return parts;
+}
+
+bool parse_index(const std::string& s, std::size_t& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+// One axis of the cross product: its values, and how each applies.
+struct Axis {
+  std::vector<std::string> fields;               // dotted paths (or the axis name, for labelled)
+  bool labelled = false;
+  std::vector<nlohmann::json> labels;            // per value: the point entry(ies)
+  std::vector<std::vector<std::pair<std::string, YAML::Node>>> overrides;  // per value
+  std::vector<YamlReader> where;                 // per value, for errors
+};
+
+}  // namespace
+
+nlohmann::json yaml_to_json(const YAML::Node& n) {
+  using nlohmann::json;
+  if (!n || n.IsNull()) return nullptr;
+  if (n.IsScalar()) {
+    const std::string& s = n.Scalar();
+    if (n.Tag() == "!") return s;  // quoted in the document: keep it a string
+    std::int64_t i = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+    if (ec == std::errc() && p == s.data() + s.size() && !s.empty()) return i;
+    double d = 0;
+    auto [q, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (ec2 == std::errc() && q == s.data() + s.size() && !s.empty()) return d;
+    if (s == "true" || s == "on" || s == "yes") return true;
+    if (s == "false" || s == "off" || s == "no") return false;
+    return s;
+  }
+  if (n.IsSequence()) {
+    json a = json::array();
+    for (const auto& e : n) a.push_back(yaml_to_json(e));
+    return a;
+  }
+  json o = json::object();
+  for (const auto& kv : n) o[kv.first.Scalar()] = yaml_to_json(kv.second);
+  return o;
+}
+
+YAML::Node shallow_copy(const YAML::Node& n) {
+  // Fresh container nodes whose slots share the children's data: the children keep their
+  // source marks (so errors still name the line they came from), and nothing here mutates a
+  // shared child. (yaml-cpp's Clone would lose every mark.)
+  if (n.IsMap()) {
+    YAML::Node m(YAML::NodeType::Map);
+    for (const auto& kv : n) m[kv.first] = kv.second;
+    return m;
+  }
+  if (n.IsSequence()) {
+    YAML::Node s(YAML::NodeType::Sequence);
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      s.push_back(YAML::Node());
+      s[i] = n[i];
+    }
+    return s;
+  }
+  return n;
+}
+
+void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at) {
+  // Copy-on-write along the path: every container on the way is replaced in its parent by a
+  // shallow copy before it is changed, so documents of other runs that share it are untouched.
+  // Cursors move with reset(): yaml-cpp's Node::operator= would re-point the node itself.
+  const auto parts = split_path(path);
+  for (const auto& p : parts)
+    if (p.empty()) at.fail("'" + path + "' is not a dotted path such as vms.db.count");
+  YAML::Node cur;
+  cur.reset(doc);
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    const std::string& key = parts[i];
+    YAML::Node copy;
+    if (cur.IsSequence()) {
+      std::size_t idx = 0;
+      bool found = false;
+      if (parse_index(key, idx)) {
+        found = idx < cur.size();
+      } else {
+        for (std::size_t j = 0; j < cur.size() && !found; ++j)
+          if (cur[j].IsMap() && cur[j]["name"] && cur[j]["name"].Scalar() == key) {
+            idx = j;
+            found = true;
+          }
+      }
+      if (!found) at.fail("'" + path + "': no element '" + key + "' in the list '" + (i ? parts[i - 1] : "") + "'");
+      copy.reset(shallow_copy(cur[idx]));
+      cur[idx] = copy;
+      YAML::Node next = cur[idx];
+      cur.reset(next);
+      continue;
+    }
+    if (!cur.IsMap()) at.fail("'" + path + "': '" + (i ? parts[i - 1] : "") + "' is not a mapping");
+    const YAML::Node child = cur[key];
+    if (!child || child.IsNull()) copy.reset(YAML::Node(YAML::NodeType::Map));
+    else copy.reset(shallow_copy(child));
+    cur[key] = copy;
+    YAML::Node next = cur[key];
+    cur.reset(next);
+  }
+  const std::string& leaf = parts.back();
+  if (cur.IsSequence()) {
+    std::size_t idx = 0;
+    if (!parse_index(leaf, idx) || idx >= cur.size()) at.fail("'" + path + "': cannot set element '" + leaf + "' of a list");
+    cur[idx] = value;
+    return;
+  }
+  if (!cur.IsMap()) at.fail("'" + path + "': the parent is not a mapping");
+  cur[leaf] = value;
+}
+
+std::uint64_t point_seed(std::uint64_t master, const std::string& point_key, std::uint32_t rep) {
+  return sim::derive_seed(master, "point/" + point_key + "/repetition/" + std::to_string(rep));
+}
+
+SweepPlan expand_sweep(const YamlReader& root) {
+  root.require_map();
+  SweepPlan plan;
+  plan.file = root.file();
+  plan.name = root.get_string("name", "");
+  plan.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  plan.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, 10000));
+  {
+    YAML::Emitter e;
+    e << root.node();
+    plan.scenario_hash = std::to_string(sim::stable_hash(e.c_str()));
+  }
+
+  YAML::Node base(YAML::NodeType::Map);
+  for (const auto& kv : root.node())
+    if (kv.first.Scalar() != "sweep" && kv.first.Scalar() != "columns") base[kv.first] = kv.second;
+
+  std::vector<Axis> axes;
+  if (root.has("sweep")) {
+    const YamlReader sw = root.at("sweep");
+    sw.require_map();
+    for (const std::string& key : sw.keys()) {
+      const YamlReader v = sw.at(key);
+      if (key == "zip") {
+        v.require_sequence();
+        for (std::size_t g = 0; g < v.size(); ++g) {
+          const YamlReader group = v.at(g);
+          group.require_map();
+          Axis ax;
+          std::size_t len = 0;
+          for (const std::string& f : group.keys()) {
+            const YamlReader vals = group.at(f);
+            vals.require_sequence();
+            if (vals.size() == 0) vals.fail("an empty list of values");
+            if (ax.fields.empty()) len = vals.size();
+            else if (vals.size() != len)
+              vals.fail("zip fields move together: " + std::to_string(vals.size()) + " values here, " + std::to_string(len) + " in '" + ax.fields.front() + "'");
+            ax.fields.push_back(f);
+          }
+          for (std::size_t i = 0; i < len; ++i) {
+            nlohmann::json lab = nlohmann::json::object();
+            std::vector<std::pair<std::string, YAML::Node>> ov;
+            for (const std::string& f : ax.fields) {
+              const YAML::Node val = group.at(f).node()[i];
+              lab[f] = yaml_to_json(val);
+              ov.emplace_back(f, val);
+            }
+            ax.labels.push_back(lab);
+            ax.overrides.push_back(ov);
+            ax.where.push_back(group);
+          }
+          axes.push_back(std::move(ax));
+        }
+        continue;
+      }
+      Axis ax;
+      ax.fields.push_back(key);
+      if (v.is_sequence()) {
+        if (v.size() == 0) v.fail("an empty list of values");
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          ax.labels.push_back(nlohmann::json{{key, yaml_to_json(v.node()[i])}});
+          ax.overrides.push_back({{key, v.node()[i]}});
+          ax.where.push_back(v.at(i));
+        }
+      } else if (v.is_map()) {
+        ax.labelled = true;
+        if (v.size() == 0) v.fail("a labelled axis needs at least one label");
+        for (const std::string& label : v.keys()) {
+          const YamlReader ovs = v.at(label);
+          std::vector<std::pair<std::string, YAML::Node>> ov;
+          if (!ovs.is_null()) {
+            ovs.require_map();
+            for (const std::string& f : ovs.keys()) ov.emplace_back(f, ovs.at(f).node());
+          }
+          ax.labels.push_back(nlohmann::json{{key, label}});
+          ax.overrides.push_back(ov);
+          ax.where.push_back(ovs);
+        }
+      } else {
+        v.fail("a swept field takes a list of values, or a mapping label -> overrides");
+      }
+      axes.push_back(std::move(ax));
+    }
+  }
+  for (const auto& ax : axes)
+    for (const auto& f : ax.fields) plan.axes.push_back(f);
+
+  struct Column {
+    std::string label;
+    std::vector<std::pair<std::string, YAML::Node>> overrides;
+    YamlReader where;
+  };
+  std::vector<Column> columns;
+  if (root.has("columns")) {
+    const YamlReader cols = root.at("columns");
+    cols.require_map();
+    if (cols.size() == 0) cols.fail("columns: at least one column");
+    for (const std::string& label : cols.keys()) {
+      const YamlReader c = cols.at(label);
+      Column col{label, {}, c};
+      if (!c.is_null()) {
+        c.require_map();
+        for (const std::string& f : c.keys()) col.overrides.emplace_back(f, c.at(f).node());
+      }
+      columns.push_back(std::move(col));
+    }
+  } else {
+    columns.push_back(Column{"", {}, root});
+  }
+  for (const auto& c : columns) plan.columns.push_back(c.label);
+
+  // The cross product, last axis fastest.
+  std::size_t total = 1;
+  for (const auto& ax : axes) total *= ax.labels.size();
+  for (const Column& col : columns) {
+    for (std::size_t k = 0; k < total; ++k) {
+      SweepRun run;
+      run.column = col.label;
+      run.point = nlohmann::json::object();
+      run.document = shallow_copy(base);
+      std::size_t rest = k;
+      std::vector<std::size_t> pick(axes.size());
+      for (std::size_t a = axes.size(); a-- > 0;) {
+        pick[a] = rest % axes[a].labels.size();
+        rest /= axes[a].labels.size();
+      }
+      for (std::size_t a = 0; a < axes.size(); ++a) {
+        const Axis& ax = axes[a];
+        for (const auto& [f, v] : ax.labels[pick[a]].items()) run.point[f] = v;
+        for (const auto& [path, val] : ax.overrides[pick[a]]) apply_override(run.document, path, val, ax.where[pick[a]]);
+      }
+      for (const auto& [path, val] : col.overrides) apply_override(run.document, path, val, col.where);
+      run.point_key = run.point.dump();
+      run.column_index = static_cast<std::uint32_t>(&col - columns.data());
+      run.point_index = static_cast<std::uint32_t>(k);
+      plan.runs.push_back(std::move(run));
+    }
+  }
+  return plan;
+}
+
+}  // namespace vcpusim::app

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// This file defines sweeps: a scenario's `sweep:` and `columns:` blocks expanded into the list of
+// (column, point) runs, each a full scenario document with its overrides applied. A sweep is
+//   sweep:
+//     vms.db.count: [2, 6, 10]         # a dotted path into the scenario and its values
+//     zip:                             # groups of paths that move together (equal lengths)
+//       - {host.smt: [on, off], vms.db.vcpus: [2, 1]}
+//     setup:                           # a labelled axis: label -> overrides (dotted path: value)
+//       BM: {vms.client.count: 0}
+//       VM: {...}
+//   columns:                           # label -> overrides; the first is the natural baseline
+//     HT: {host.smt: on}
+//     noHT: {host.smt: off}
+// Axes combine as a cross product in document order (the last varies fastest). A dotted path
+// walks maps by key and lists by the `name:` of their elements (vms.db.count) or by index
+// (vms.0.count). Every point is run `repetitions` times with seeds derived from the master seed
+// and the point's identity (not its column: columns share seeds, common random numbers), so a
+// point's results do not depend on which other points exist or the order they run in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "app/yaml_reader.h"
+
+namespace vcpusim::app {
+
+struct SweepRun {
+  std::string column;      ///< column label, "" when the scenario has no columns
+  nlohmann::json point;    ///< swept field -> value (labelled axes: axis -> label); {} if none
+  std::string point_key;   ///< canonical text of `point` (its identity)
+  std::uint32_t column_index = 0;  ///< position of its column in the sweep (for ordering tables)
+  std::uint32_t point_index = 0;   ///< position of its point in the cross product
+  YAML::Node document;     ///< the scenario with every override applied (no sweep/columns)
+};
+
+struct SweepPlan {
+  std::string name;                 ///< scenario name
+  std::string file;
+  std::uint64_t seed = 1;
+  std::uint32_t repetitions = 1;
+  std::vector<std::string> columns; ///< in document order ("" alone when none)
+  std::vector<std::string> axes;    ///< swept fields / axis names, in order
+  std::vector<SweepRun> runs;       ///< columns x points, column-major
+  std::string scenario_hash;        ///< hash of the whole scenario document (records carry it)
+};
+
+/// Expands a scenario document (with optional sweep and columns). Bad paths, unequal zip
+/// lengths and the like are ConfigErrors naming the field.
+SweepPlan expand_sweep(const YamlReader& root);
+
+/// The seed of repetition `rep` at a point: derived from the master seed and the point's
+/// identity (and nothing else).
+std::uint64_t point_seed(std::uint64_t master, const std::string& point_key, std::uint32_t rep);
+
+/// Applies `value` at dotted `path` in `doc` (a shallow_copy made by the caller), copying on
+/// write so that documents sharing parts with `doc` are untouched. `at` locates the override
+/// for error messages.
+void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at);
+
+/// A new container whose entries share the originals (marks kept); see apply_override.
+YAML::Node shallow_copy(const YAML::Node& n);
+
+/// A YAML node as JSON: integers, numbers and booleans typed, other scalars as strings.
+nlohmann::json yaml_to_json(const YAML::Node& n);
+
+}  // namespace vcpusim::app

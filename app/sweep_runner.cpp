@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+#include "app/sweep_runner.h"
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "app/records.h"
+#include "app/runner.h"
+#include "app/scenario.h"
+
+namespace vcpusim::app {
+namespace {
+
+struct Task {
+  const SweepRun* run;
+  const ScenarioSpec* spec;
+  std::uint32_t repetition;
+};
+
+class Progress {
+ public:
+  Progress(std::ostream& os, bool bar, std::size_t total) : os_(os), bar_(bar), total_(total), t0_(clock::now()), last_(t0_) {}
+  void done_one() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++done_;
+    const auto now = clock::now();
+    const double el = std::chrono::duration<double>(now - t0_).count();
+    const double rate = el > 0 ? static_cast<double>(done_) / el : 0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
+    if (bar_) {
+      const int width = 30;
+      const int fill = total_ ? static_cast<int>(width * done_ / total_) : width;
+      fmt::print(os_, "\r[{}{}] {}/{} runs, {:.2f} runs/s, ETA {:.0f} s   ", std::string(fill, '#'),
+                 std::string(width - fill, '.'), done_, total_, rate, eta);
+      if (done_ == total_) fmt::print(os_, "\n");
+      os_.flush();
+    } else if (done_ == total_ || std::chrono::duration<double>(now - last_).count() >= 5.0) {
+      fmt::print(os_, "sweep: {}/{} runs done, {:.2f} runs/s, ETA {:.0f} s\n", done_, total_, rate, eta);
+      last_ = now;
+    }
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  std::ostream& os_;
+  bool bar_;
+  std::size_t total_, done_ = 0;
+  clock::time_point t0_, last_;
+  std::mutex mu_;
+};
+
+}  // namespace
+
+SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostream& progress) {
+  SweepSummary sum;
+  std::filesystem::create_directories(o.out_dir);
+  sum.records_path = (std::filesystem::path(o.out_dir) / "records.jsonl").string();
+
+  std::set<RecordKey> finished;
+  for (const auto& r : read_records(sum.records_path)) {
+    if (r.value("scenario_hash", std::string()) != plan.scenario_hash)
+      throw ConfigError(sum.records_path, 0, 0, "", "holds records of a different scenario (or an edited one); use another --out directory");
+    finished.insert(key_of(r));
+  }
+
+  // Every point's scenario is loaded (and so validated) before any work starts.
+  std::vector<ScenarioSpec> specs;
+  specs.reserve(plan.runs.size());
+  for (const SweepRun& run : plan.runs) specs.push_back(load_scenario(YamlReader(run.document, plan.file, "")));
+
+  std::vector<Task> tasks;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i)
+    for (std::uint32_t rep = 0; rep < plan.repetitions; ++rep) {
+      ++sum.total;
+      if (finished.count({plan.runs[i].column, plan.runs[i].point_key, rep})) {
+        ++sum.skipped;
+        continue;
+      }
+      tasks.push_back(Task{&plan.runs[i], &specs[i], rep});
+    }
+  std::size_t todo = tasks.size();
+  if (o.max_records > 0 && o.max_records < todo) todo = o.max_records;
+
+  RecordWriter writer(sum.records_path);
+  Progress prog(progress, o.progress_bar, todo);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  std::atomic<std::size_t> written{0};
+
+  auto worker = [&] {
+    for (;;) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= todo || failed.load()) return;
+      const Task& t = tasks[i];
+      try {
+        const std::uint64_t seed = point_seed(plan.seed, t.run->point_key, t.repetition);
+        const RunResult res = run_scenario(*t.spec, seed);
+        nlohmann::json rec;
+        rec["scenario"] = plan.name.empty() ? t.spec->name : plan.name;
+        rec["scenario_hash"] = plan.scenario_hash;
+        rec["column"] = t.run->column.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.run->column);
+        rec["column_index"] = t.run->column_index;
+        rec["point"] = t.run->point;
+        rec["point_index"] = t.run->point_index;
+        rec["repetition"] = t.repetition;
+        rec["seed"] = seed;
+        rec["metrics"] = res.metrics();
+        rec["resolved"] = yaml_to_json(t.run->document);
+        rec["timing"] = {{"wall_seconds", res.timing.wall_seconds},
+                         {"events_per_second", res.timing.events_per_second},
+                         {"sim_to_wall", res.timing.sim_to_wall}};
+        writer.append(rec);
+        ++written;
+        prog.done_one();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+        failed = true;
+        return;
+      }
+    }
+  };
+  unsigned jobs = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(todo, 1)));
+  std::vector<std::thread> pool;
+  for (unsigned j = 1; j < jobs; ++j) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  sum.written = written.load();
+  if (error) std::rethrow_exception(error);
+  return sum;
+}
+
+}  // namespace vcpusim::app
