@@ -71,9 +71,13 @@ void only_keys(const YamlReader& r, const std::vector<std::string>& allowed) {
       for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
       // Point at the key itself.
       for (const auto& kv : r.node())
-        if (kv.first.Scalar() == k)
-          throw ConfigError(r.file(), kv.first.Mark().line + 1, kv.first.Mark().column + 1,
+        if (kv.first.Scalar() == k) {
+          // A key a sweep override created has no mark of its own; its value came from the
+          // sweep's line.
+          const YAML::Mark m = kv.first.Mark().is_null() ? kv.second.Mark() : kv.first.Mark();
+          throw ConfigError(r.file(), m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
                             r.path().empty() ? k : r.path() + "." + k, "unknown key (allowed here: " + all + ")");
+        }
     }
 }
 

@@ -9,8 +9,8 @@
 namespace vcpusim::app {
 namespace {
 
-int line_of(const YAML::Node& n) { return n ? n.Mark().line + 1 : 0; }
-int col_of(const YAML::Node& n) { return n ? n.Mark().column + 1 : 0; }
+int line_of(const YAML::Node& n) { return n && !n.Mark().is_null() ? n.Mark().line + 1 : 0; }
+int col_of(const YAML::Node& n) { return n && !n.Mark().is_null() ? n.Mark().column + 1 : 0; }
 
 std::string join(std::initializer_list<std::string_view> xs) {
   std::string s;
@@ -146,8 +146,9 @@ void YamlReader::only(std::initializer_list<std::string_view> allowed) const {
     const std::string& k = kv.first.Scalar();
     bool ok = false;
     for (auto a : allowed) ok = ok || a == k;
+    const YAML::Node& at = kv.first.Mark().is_null() ? kv.second : kv.first;  // see scenario_loader
     if (!ok)
-      throw ConfigError(file_, line_of(kv.first), col_of(kv.first), child_path(k),
+      throw ConfigError(file_, line_of(at), col_of(at), child_path(k),
                         "unknown key (allowed here: " + join(allowed) + ")");
   }
 }

@@ -6,12 +6,14 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -173,4 +175,124 @@ TEST(Cli, JsonAndCsvAreWritten) {
   EXPECT_NE(jt.find("\"timing\""), std::string::npos);
   // Header plus one row per (repetition, domain).
   EXPECT_EQ(std::count(ct.begin(), ct.end(), '\n'), 3);
+}
+
+// ---- sweep, compare, reproduce -------------------------------------------------------------
+
+namespace {
+
+const char* kSweep = R"(name: sw
+duration: 300ms
+warmup: 50ms
+repetitions: 2
+topology: desktop-4c8t
+vms:
+  - name: web
+    vcpus: 2
+    workload:
+      kind: program
+      threads: 3
+      phases: [{compute: 1ms, dist: exp}, {block: 1ms, dist: exp}]
+sweep:
+  vms.web.count: [1, 3, 6]
+columns:
+  HT: {host.smt: on}
+  noHT: {host.smt: off}
+)";
+
+// Records without their wall-clock part, sorted, one per line: what must not depend on --jobs.
+std::string canonical_records(const std::string& dir) {
+  std::ifstream in(dir + "/records.jsonl");
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto t = line.find(",\"timing\":");
+    lines.push_back(t == std::string::npos ? line : line.substr(0, t));
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  return all;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("vcpusim_cli_" + std::to_string(::getpid())) / name;
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+std::size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
+}
+
+}  // namespace
+
+TEST(CliSweep, RecordsAreIdenticalForOneAndTwoJobs) {
+  const std::string f = write_temp("sweep.yaml", kSweep), a = fresh_dir("j1"), b = fresh_dir("j2");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --jobs 1").status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + b + " --jobs 2").status, 0);
+  const std::string ca = canonical_records(a);
+  EXPECT_EQ(count_lines(a + "/records.jsonl"), 12u);  // 3 points x 2 columns x 2 repetitions
+  EXPECT_EQ(ca, canonical_records(b));
+  for (const char* key : {"\"scenario\":\"sw\"", "\"column\":\"noHT\"", "\"point\":{\"vms.web.count\":6}",
+                          "\"repetition\":1", "\"seed\":", "\"metrics\":", "\"vm.web.throughput\"", "\"resolved\":"})
+    EXPECT_NE(ca.find(key), std::string::npos) << key;
+}
+
+TEST(CliSweep, ResumeAfterAnInterruptionLosesAndDuplicatesNothing) {
+  const std::string f = write_temp("sweep2.yaml", kSweep), full = fresh_dir("full"), cut = fresh_dir("cut");
+  ASSERT_EQ(run("sweep " + f + " --out " + full + " --jobs 2").status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + cut + " --jobs 2 --max-records 5").status, 0);
+  EXPECT_EQ(count_lines(cut + "/records.jsonl"), 5u);
+  // A run killed while writing leaves a torn last line; the resume must cut it, not keep it.
+  { std::ofstream(cut + "/records.jsonl", std::ios::app) << "{\"scenario\":\"sw\",\"col"; }
+  const Outcome o = run("sweep " + f + " --out " + cut + " --jobs 2");
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("7 records written, 5 already present"), std::string::npos) << o.output;
+  EXPECT_EQ(count_lines(cut + "/records.jsonl"), 12u);
+  EXPECT_EQ(canonical_records(cut), canonical_records(full));
+  // Once complete, a re-run does nothing.
+  EXPECT_NE(run("sweep " + f + " --out " + cut).output.find("0 records written, 12 already present"), std::string::npos);
+}
+
+TEST(CliSweep, BadPathIsExitTwoNamingIt) {
+  std::string bad = kSweep;
+  bad.replace(bad.find("vms.web.count"), 13, "vms.wbe.count");
+  const std::string f = write_temp("badpath.yaml", bad);
+  const Outcome o = run("sweep " + f + " --out " + fresh_dir("bad"));
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find(f + ":14:"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("vms.wbe.count"), std::string::npos) << o.output;
+}
+
+TEST(CliSweep, CompareRendersEveryFormat) {
+  const std::string f = write_temp("sweep3.yaml", kSweep), d = fresh_dir("cmp");
+  ASSERT_EQ(run("sweep " + f + " --out " + d).status, 0);
+  const Outcome text = run("compare " + d + " --baseline HT");
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("Hmean"), std::string::npos);
+  EXPECT_NE(text.output.find("t-test"), std::string::npos);
+  EXPECT_NE(run("compare " + d + " --rule interval").output.find("interval test"), std::string::npos);
+  EXPECT_NE(run("compare " + d + " --format csv").output.find("stat,op,column,value,pct,significant"), std::string::npos);
+  EXPECT_NE(run("compare " + d + " --format json").output.find("\"significance_rule\""), std::string::npos);
+  EXPECT_NE(run("compare " + d + " --format markdown").output.find("|---|---|"), std::string::npos);
+  EXPECT_EQ(run("compare " + d + " --baseline nope").status, 2);
+  EXPECT_EQ(run("compare " + fresh_dir("empty")).status, 2);
+}
+
+TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
+  const Outcome l = run("reproduce --list");
+  ASSERT_EQ(l.status, 0);
+  EXPECT_NE(l.output.find("smt-corun-sysbench"), std::string::npos);
+  const std::string d = fresh_dir("rep");
+  const Outcome o = run("reproduce smt-corun-sysbench --set duration=3s --set repetitions=2 --out " + d + " --json -");
+  ASSERT_EQ(o.status, 0) << o.output;
+  for (const char* k : {"\"row\": \"nosmt\"", "\"published\": 649.95", "\"model_stddev\"", "\"diff_pct\"",
+                        "\"within_tolerance\": true", "\"within_tolerance\": 3"})
+    EXPECT_NE(o.output.find(k), std::string::npos) << k << " in " << o.output;
+  const Outcome t = run("reproduce smt-corun-sysbench --from " + d);
+  EXPECT_NE(t.output.find("model beside published"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("summary: 3/3 cells within 3%"), std::string::npos) << t.output;
+  EXPECT_EQ(run("reproduce no-such-study").status, 2);
 }

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// Pins the compare table: mmtests' pdiff/pndiff with their edge cases, the two significance
+// rules on cases worked by hand, and the rendered text table against a golden file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "app/compare.h"
+#include "app/config_error.h"
+#include "app/statistics.h"
+
+namespace vcpusim::app {
+namespace {
+
+nlohmann::json record(const std::string& col, int col_index, int op, double v, int rep) {
+  return {{"scenario", "golden"}, {"column", col}, {"column_index", col_index}, {"point", {{"vms.x.count", op}}},
+          {"point_index", op}, {"repetition", rep}, {"metrics", {{"vm.x.throughput", v}}}};
+}
+
+// Column A at op 1: {100, 200, 400}; column B at op 1: {200, 200, 200};
+// op 2: A {10, 12, 14}, B {16, 18, 20}.
+std::vector<nlohmann::json> golden_records() {
+  std::vector<nlohmann::json> r;
+  const double a1[] = {100, 200, 400}, b1[] = {200, 200, 200}, a2[] = {10, 12, 14}, b2[] = {16, 18, 20};
+  for (int i = 0; i < 3; ++i) {
+    r.push_back(record("base-A", 0, 1, a1[i], i));
+    r.push_back(record("new-B", 1, 1, b1[i], i));
+    r.push_back(record("base-A", 0, 2, a2[i], i));
+    r.push_back(record("new-B", 1, 2, b2[i], i));
+  }
+  return r;
+}
+
+std::string golden_path(const std::string& name) {
+  const char* root = std::getenv("VCPUSIM_SOURCE_ROOT");
+  return std::string(root ? root : ".") + "/tests/app/golden/" + name;
+}
+
+}  // namespace
+
+TEST(Compare, PercentDifferencesFollowMmtests) {
+  EXPECT_NEAR(pdiff(131084.79, 149695.40), -12.43, 0.005);  // the reference note's example
+  EXPECT_DOUBLE_EQ(pdiff(5, 5), 0);
+  EXPECT_DOUBLE_EQ(pdiff(0, 5), 0);
+  EXPECT_DOUBLE_EQ(pdiff(5, 0), 100);
+  EXPECT_DOUBLE_EQ(pndiff(8, 10), 20);  // lower is better: 20% less is +20%
+  EXPECT_DOUBLE_EQ(pndiff(0, 10), 100);
+  EXPECT_DOUBLE_EQ(pndiff(10, 0), -99);
+  EXPECT_DOUBLE_EQ(pndiff(3, 3), 0);
+}
+
+// Worked by hand, lower-is-better (Amean): base {10, 12, 14}: mean 12, sd 2; new {16, 18, 20}:
+// mean 18, sd 2. t = 6 / sqrt(4/3 + 4/3) = 3.6742, df = 4, two-sided p = 0.02131 (numerical
+// integration of the t density) < 0.10: significant. Interval rule: |18 - 12| = 6 <
+// 1.96 x (2 + 2) = 7.84: not significant.
+TEST(Compare, TTestAndIntervalRulesOnAWorkedCase) {
+  EXPECT_NEAR(student_t_two_sided_p(6.0 / std::sqrt(8.0 / 3.0), 4), 0.021312, 1e-5);
+  EXPECT_TRUE(significant({10, 12, 14}, {16, 18, 20}, false, SignificanceRule::kTTest));
+  EXPECT_FALSE(significant({10, 12, 14}, {16, 18, 20}, false, SignificanceRule::kInterval));
+  // Both spreads zero: any difference is significant under the t-test rule (mmtests).
+  EXPECT_TRUE(significant({5, 5}, {6, 6}, true, SignificanceRule::kTTest));
+  EXPECT_FALSE(significant({5, 5}, {5, 5}, true, SignificanceRule::kTTest));
+}
+
+TEST(Compare, StudentTMatchesTableQuantiles) {
+  // Two-sided 5% and 10% points from the t table.
+  EXPECT_NEAR(student_t_two_sided_p(2.776, 4), 0.05, 1e-4);
+  EXPECT_NEAR(student_t_two_sided_p(2.132, 4), 0.10, 1e-4);
+  EXPECT_NEAR(student_t_two_sided_p(1.96, 1e6), 0.05, 1e-4);
+}
+
+TEST(Compare, BestMeansAndHarmonicSpread) {
+  // BHmean-50 of {100, 200, 400}: k = max(1, int(3*0.5)) = 1: the best sample, 400.
+  EXPECT_DOUBLE_EQ(best_mean({100, 200, 400}, 50, true), 400);
+  // BHmean-95: k = int(2.85) = 2: Hmean of {400, 200} = 2 / (1/400 + 1/200) = 266.67.
+  EXPECT_NEAR(best_mean({100, 200, 400}, 95, true), 800.0 / 3.0, 1e-9);
+  // HStddev of {100, 200, 400}: H = 171.4286, 1/H = 0.0058333; sum((1/x - 1/H)^2) =
+  // 1.7361e-5 + 6.944e-7 + 1.1111e-5 = 2.9167e-5; sqrt(2.9167e-5 / 3) = 3.1180e-3;
+  // H^2 = 29387.76; HStddev = 29387.76 x 3.1180e-3 = 91.63.
+  EXPECT_NEAR(harmonic_stddev({100, 200, 400}), 91.63, 0.01);
+}
+
+TEST(Compare, GroupsByColumnAndOperationWithTheBaselineFirst) {
+  CompareOptions o;
+  o.baseline = "new-B";
+  const Grouped g = group_records(golden_records(), o);
+  EXPECT_EQ(g.metric, "vm.x.throughput");
+  EXPECT_EQ(g.by, "vms.x.count");
+  EXPECT_EQ(g.columns, (std::vector<std::string>{"new-B", "base-A"}));
+  EXPECT_EQ(g.ops, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(g.samples.at({"base-A", "1"}).size(), 3u);
+}
+
+TEST(Compare, UnknownNamesAreConfigErrors) {
+  CompareOptions o;
+  o.baseline = "nope";
+  EXPECT_THROW(group_records(golden_records(), o), ConfigError);
+  o.baseline = "";
+  o.metric = "vm.y.throughput";
+  EXPECT_THROW(group_records(golden_records(), o), ConfigError);
+}
+
+// Golden: base-A vs new-B, higher is better. Hand-checked cells: Hmean op 1: A = 3 / (1/100 +
+// 1/200 + 1/400) = 171.43, B = 200, pdiff = 100 * 200 / 171.43 - 100 = 16.67%; t = 28.57 /
+// sqrt(152.75^2 / 3) = 0.324 -> p = 0.77, no star. Op 2: A = 3 / (1/10 + 1/12 + 1/14) = 11.78,
+// B = 3 / (1/16 + 1/18 + 1/20) = 17.85 (+51.59%), t = 6.075 / sqrt(4/3 + 4/3) = 3.72 -> p = 0.02
+// -> starred. Stddev op 1: B has 0 -> pndiff(0, x) = 100%. BHmean-95 op 1: the best two of A,
+// {400, 200}, give 266.67.
+TEST(Compare, TextTableMatchesTheGoldenFile) {
+  CompareOptions o;
+  const Grouped g = group_records(golden_records(), o);
+  std::ostringstream os;
+  write_compare(os, g, compare_cells(g, o), o);
+  std::ifstream f(golden_path("compare_ttest.txt"));
+  ASSERT_TRUE(f) << "missing golden file";
+  const std::string want((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(os.str(), want) << "if the change is intended, regenerate with VCPUSIM_UPDATE_GOLDEN=1";
+  if (std::getenv("VCPUSIM_UPDATE_GOLDEN")) std::ofstream(golden_path("compare_ttest.txt")) << os.str();
+}
+
+TEST(Compare, OtherFormatsCarryTheSameCells) {
+  CompareOptions o;
+  const Grouped g = group_records(golden_records(), o);
+  const auto cells = compare_cells(g, o);
+  for (const char* fmt : {"csv", "json", "markdown"}) {
+    o.format = fmt;
+    std::ostringstream os;
+    write_compare(os, g, cells, o);
+    EXPECT_NE(os.str().find("17.85"), std::string::npos) << fmt;
+    EXPECT_NE(os.str().find("51.59"), std::string::npos) << fmt;
+  }
+}
+
+}  // namespace vcpusim::app

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// Pins the reproduce summary arithmetic on a hand-made case, and that the shipped
+// reproduction loads and names a swept field.
+#include <gtest/gtest.h>
+
+#include "app/reproduce.h"
+
+namespace vcpusim::app {
+namespace {
+
+nlohmann::json rec(const std::string& row, double v, int rep) {
+  return {{"scenario", "r"}, {"column", nullptr}, {"point", {{"case", row}}}, {"repetition", rep},
+          {"metrics", {{"m", v}}}};
+}
+
+}  // namespace
+
+// Published: base 100, up 150, down 80. Model: base {100, 100} -> 100; up {140, 140} -> 140;
+// down {90, 90} -> 90. diff%: 0, -6.67, +12.5. Tolerance 10%: 2 of 3 within.
+// % changes against base: published up +50, down -20; model up +40, down -10: directions agree
+// 2/2; MAE = (|40 - 50| + |-10 - -20|) / 2 = 10 points. Mean |diff| = (0 + 6.667 + 12.5) / 3.
+TEST(Reproduce, SummaryArithmetic) {
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_row = "base";
+  r.tolerance_pct = 10;
+  r.published = {{"base", "", "", 100, -1}, {"up", "", "", 150, -1}, {"down", "", "", 80, -1}};
+  const std::vector<nlohmann::json> recs = {rec("base", 100, 0), rec("base", 100, 1), rec("up", 140, 0),
+                                            rec("up", 140, 1),   rec("down", 90, 0),  rec("down", 90, 1)};
+  const ReproductionResult res = evaluate(r, recs);
+  ASSERT_EQ(res.cells.size(), 3u);
+  EXPECT_NEAR(res.cells[1].diff_pct, -6.6667, 1e-3);
+  EXPECT_NEAR(res.cells[2].diff_pct, 12.5, 1e-9);
+  EXPECT_EQ(res.within, 2u);
+  EXPECT_EQ(res.direction_total, 2u);
+  EXPECT_EQ(res.direction_agree, 2u);
+  EXPECT_NEAR(res.mae_pp, 10.0, 1e-9);
+  EXPECT_NEAR(res.mean_abs_diff, (0 + 20.0 / 3.0 + 12.5) / 3.0, 1e-9);
+  const auto j = reproduction_json(r, res);
+  EXPECT_EQ(j["cells"].size(), 3u);
+  EXPECT_EQ(j["cells"][2]["within_tolerance"], false);
+  EXPECT_EQ(j["summary"]["within_tolerance"], 2);
+}
+
+TEST(Reproduce, DisagreeingDirectionIsCounted) {
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_row = "base";
+  r.published = {{"base", "", "", 100, -1}, {"up", "", "", 110, -1}};
+  const ReproductionResult res = evaluate(r, {rec("base", 100, 0), rec("up", 95, 0)});
+  EXPECT_EQ(res.direction_total, 1u);
+  EXPECT_EQ(res.direction_agree, 0u);
+  EXPECT_NEAR(res.mae_pp, 15.0, 1e-9);
+}
+
+TEST(Reproduce, ShippedReproductionsLoad) {
+  const auto names = list_reproductions();
+  ASSERT_FALSE(names.empty());
+  for (const auto& n : names) {
+    const Reproduction r = load_reproduction(n, {});
+    EXPECT_FALSE(r.source.empty()) << n;
+    EXPECT_FALSE(r.published.empty()) << n;
+    EXPECT_FALSE(r.plan.runs.empty()) << n;
+  }
+}
+
+}  // namespace vcpusim::app
