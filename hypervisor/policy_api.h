@@ -107,6 +107,14 @@ class SchedulerPolicy {
   /// set_next of its successor (Xen context_saved, Linux put_prev_task).
   virtual void put_prev(PcpuId p, VcpuId prev, sim::Time now) = 0;
 
+  /// Core scheduling (a mechanism of the dispatcher, as Linux core.c): the priority of entity v,
+  /// a candidate picked for pCPU p, in a comparison across the SMT siblings of p's core; the
+  /// higher value wins the core. `core_wide` asks for the comparison normalised across the
+  /// core's runqueues (Linux cfs_prio_less with a core-wide vruntime base) rather than the naive
+  /// per-runqueue value (the early patch sets compared raw per-CPU vruntimes). Credit2 answers
+  /// with credit, CFS with negated (normalised) vruntime. Default: every entity equal.
+  virtual double core_priority(PcpuId /*p*/, VcpuId /*v*/, bool /*core_wide*/) const { return 0.0; }
+
   /// A timer this policy armed fired.
   virtual void on_timer(TimerId /*t*/, sim::Time /*now*/) {}
   /// Human-readable state, for debugging (Xen dump_settings).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs the Debian 12 packages vcpusim needs (only those missing), then configures and builds
-# it. Idempotent: run it again after a pull. Environment: BUILD_DIR (default build) and
-# MESON_ARGS (extra `meson setup` options, e.g. -Db_sanitize=address,undefined).
+# it. Idempotent: run it again after a pull. Environment: BUILD_DIR (default build), BUILDTYPE
+# (default release) and MESON_ARGS (extra `meson setup` options, e.g. -Db_sanitize=address,undefined).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +22,8 @@ fi
 build=${BUILD_DIR:-build}
 # shellcheck disable=SC2086
 if [ -f "$build/build.ninja" ]; then
-  meson setup --reconfigure "$build" ${MESON_ARGS:-} >/dev/null
+  meson setup --reconfigure "$build" --buildtype="${BUILDTYPE:-release}" ${MESON_ARGS:-} >/dev/null
 else
-  meson setup "$build" --buildtype=release ${MESON_ARGS:-} >/dev/null
+  meson setup "$build" --buildtype="${BUILDTYPE:-release}" ${MESON_ARGS:-} >/dev/null
 fi
 ninja -C "$build" -j"$(nproc)"
