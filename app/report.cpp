@@ -35,11 +35,11 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
              runs.size() == 1 ? "" : "s");
   const bool reps = runs.size() > 1;
   if (reps)
-    fmt::print(os, "{:<14} {:>10} {:>13} {:>13} {:>10} {:>7} {:>8} {:>9} {:>9}\n", "domain", "unit", "mean",
-               "hmean", "stddev", "vCPUs", "CPU", "steal%", "migr/s");
+    fmt::print(os, "{:<14} {:>10} {:>13} {:>13} {:>10} {:>7} {:>8} {:>9} {:>9} {:>8}\n", "domain", "unit", "mean",
+               "hmean", "stddev", "vCPUs", "CPU", "steal%", "migr/s", "remote%");
   else
-    fmt::print(os, "{:<14} {:>10} {:>13} {:>7} {:>8} {:>9} {:>9} {:>9}\n", "domain", "unit", "throughput",
-               "vCPUs", "CPU", "steal%", "blocked%", "migr/s");
+    fmt::print(os, "{:<14} {:>10} {:>13} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8}\n", "domain", "unit", "throughput",
+               "vCPUs", "CPU", "steal%", "blocked%", "migr/s", "remote%");
   std::size_t d = 0;
   for (const GroupSpec& g : spec.groups)
     for (const hv::DomainSpec& inst : g.instances) {
@@ -48,13 +48,16 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
       const Summary st = summarize(column(runs, d, &DomainResult::steal_pct));
       const Summary bl = summarize(column(runs, d, &DomainResult::blocked_pct));
       const Summary mg = summarize(column(runs, d, &DomainResult::migrations_per_s));
+      const Summary rm = summarize(column(runs, d, &DomainResult::remote_memory));
       const std::string label = (g.bare_metal ? "[bm] " : "") + inst.name;
       if (reps)
-        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>13.2f} {:>10.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.1f}\n", label,
-                   runs[0].domains[d].unit, tp.amean, tp.hmean, tp.stddev, inst.vcpus, cpu.amean, st.amean, mg.amean);
+        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>13.2f} {:>10.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.1f} {:>8.1f}\n", label,
+                   runs[0].domains[d].unit, tp.amean, tp.hmean, tp.stddev, inst.vcpus, cpu.amean, st.amean, mg.amean,
+                   100.0 * rm.amean);
       else
-        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.1f}\n", label,
-                   runs[0].domains[d].unit, tp.amean, inst.vcpus, cpu.amean, st.amean, bl.amean, mg.amean);
+        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.1f} {:>8.1f}\n", label,
+                   runs[0].domains[d].unit, tp.amean, inst.vcpus, cpu.amean, st.amean, bl.amean, mg.amean,
+                   100.0 * rm.amean);
       ++d;
     }
   double events = 0, util = 0, wall = 0;
@@ -64,7 +67,8 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
     wall += r.timing.wall_seconds;
   }
   const double sim_s = sim::to_seconds(spec.duration) * static_cast<double>(runs.size());
-  fmt::print(os, "\nCPU = pCPUs' worth of running time; steal% = runnable-but-waiting time per vCPU.\n");
+  fmt::print(os, "\nCPU = pCPUs' worth of running time; steal% = runnable-but-waiting time per vCPU;\n"
+                 "remote% = share of running time spent off the node(s) holding the domain's memory.\n");
   fmt::print(os, "run: {} events{}, host utilisation {:.1f}%\n", human(events), reps ? " in all" : "",
              100.0 * util / static_cast<double>(runs.size()));
   fmt::print(os, "timing: wall {:.3f} s, {} events/s, simulated/wall {:.1f}x\n", wall,
@@ -112,12 +116,12 @@ nlohmann::json to_json(const ScenarioSpec& spec, const std::vector<RunResult>& r
 }
 
 void write_csv(std::ostream& os, const std::vector<RunResult>& runs) {
-  os << "repetition,seed,domain,group,bare_metal,unit,throughput,cpu,steal_pct,blocked_pct,migrations_per_s,switches_per_s\n";
+  os << "repetition,seed,domain,group,bare_metal,unit,throughput,cpu,steal_pct,blocked_pct,migrations_per_s,switches_per_s,remote_memory\n";
   for (std::size_t i = 0; i < runs.size(); ++i)
     for (const auto& d : runs[i].domains)
-      fmt::print(os, "{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", i, runs[i].seed, d.name, d.group,
+      fmt::print(os, "{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", i, runs[i].seed, d.name, d.group,
                  d.bare_metal ? 1 : 0, d.unit, d.throughput, d.cpu, d.steal_pct, d.blocked_pct, d.migrations_per_s,
-                 d.switches_per_s);
+                 d.switches_per_s, d.remote_memory);
 }
 
 }  // namespace vcpusim::app

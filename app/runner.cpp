@@ -75,7 +75,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed) {
     dr.bare_metal = d.group->bare_metal;
     dr.unit = std::string(d.os->workload().unit());
     dr.throughput = d.os->results().throughput;
-    double run = 0, runnable = 0, blocked = 0, mig = 0, sw = 0;
+    double run = 0, runnable = 0, blocked = 0, mig = 0, sw = 0, remote = 0;
     for (hv::VcpuId v : host.domain(d.id).vcpus) {
       const hv::VcpuStats st = host.vcpu_stats(v);
       run += static_cast<double>(st.running);
@@ -83,6 +83,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed) {
       blocked += static_cast<double>(st.blocked);
       mig += static_cast<double>(st.migrations);
       sw += static_cast<double>(st.context_switches);
+      remote += st.remote_run;
     }
     const double n = static_cast<double>(d.spec->vcpus);
     dr.cpu = run / meas;
@@ -90,6 +91,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed) {
     dr.blocked_pct = 100.0 * blocked / (n * meas);
     dr.migrations_per_s = mig / meas_s;
     dr.switches_per_s = sw / meas_s;
+    dr.remote_memory = run > 0 ? remote / run : 0.0;
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -110,6 +112,7 @@ std::map<std::string, double> RunResult::metrics() const {
     m[p + "blocked_pct"] = d.blocked_pct;
     m[p + "migrations_per_s"] = d.migrations_per_s;
     m[p + "switches_per_s"] = d.switches_per_s;
+    m[p + "remote_memory"] = d.remote_memory;
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];
       g.first += d.throughput;

@@ -25,6 +25,7 @@ struct DomainResult {
   double blocked_pct = 0; ///< blocked time over (entities x measured), in %
   double migrations_per_s = 0;
   double switches_per_s = 0;
+  double remote_memory = 0;  ///< share of running time spent on a node other than its memory's, 0..1
 };
 
 struct RunTiming {

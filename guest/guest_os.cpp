@@ -71,7 +71,7 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
   const double slice_left = static_cast<double>(params_.slice) - th.slice_used;
   if (vcpus_[vc].queued > 0 && slice_left > 0 && seg > slice_left) seg = slice_left;
   th.segment = seg;
-  port_.set_work(vcpus_[vc].id, seg, th.step.profile, th.step.mem_intensity);
+  port_.set_work(vcpus_[vc].id, seg, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps);
 }
 
 void GuestOs::run_next(std::uint32_t vc) {

@@ -27,6 +27,7 @@ struct Step {
   double mem_intensity = 0;              ///< compute: memory-stall share, 0..1
   sim::Duration block = 0;               ///< block: how long the thread sleeps
   double result = 0;                     ///< credited when this compute step completes
+  double bandwidth_mbps = 0;             ///< compute: DRAM bandwidth drawn alone (0: not bandwidth-bound)
 };
 
 class Workload {

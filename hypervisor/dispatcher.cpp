@@ -77,6 +77,8 @@ void Host::schedule(PcpuId p) {
 // Takes `prev` (already Runnable or Blocked) off p; p is idle until the next switch_in.
 void Host::switch_out(PcpuId p, VcpuId prev) {
   Pcpu& pc = pcpus_[p];
+  Vcpu& v = vcpus_[prev];
+  v.remote_run += static_cast<double>(now_ - pc.busy_since) * (1.0 - domains_[v.domain].memory_on_node[topo_.node_of(p)]);
   pc.busy += now_ - pc.busy_since;
   pc.curr = kIdle;
   idle_.set(p);

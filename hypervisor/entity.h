@@ -26,6 +26,7 @@ struct WorkSegment {
   double remaining = 0.0;           ///< reference ns still to do
   Profile profile = Profile::kCpu;
   double mem_intensity = 0.0;       ///< share of the work's time that stalls on memory, 0..1
+  double bandwidth_mbps = 0.0;      ///< DRAM bandwidth drawn alone at rate 1 (0: none)
   bool active = false;              ///< false: the entity has nothing to execute
 };
 
@@ -50,6 +51,9 @@ struct Vcpu {
   std::uint64_t work_gen = 0;       ///< generation of its pending completion event
   sim::Time done_at = sim::kNever;  ///< when the pending completion event (if valid) fires
   std::uint64_t cold_gen = 0;
+
+  double bw_demand = 0.0;           ///< bandwidth it currently draws on the nodes' shares
+  double remote_run = 0.0;          ///< running time x share of its memory off the node it ran on (ns)
 
   RunstateClock clock;              ///< time spent in each runstate
   std::uint64_t migrations = 0;

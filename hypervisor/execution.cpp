@@ -27,8 +27,17 @@ double Host::compute_rate(const Vcpu& v, PcpuId p) const {
     });
   }
   // NUMA: the memory-stall share stretches by the latency ratio to where the memory is.
-  const double excess = domains_[v.domain].numa_excess[topo_.node_of(p)];
+  const Domain& d = domains_[v.domain];
+  const double excess = d.numa_excess[topo_.node_of(p)];
   r /= 1.0 + v.work.mem_intensity * excess;
+  // Bandwidth: when the work drawing on a node asks for more than the node delivers, each gets
+  // its share; the memory-stall part of the time stretches by 1/share.
+  if (v.bw_demand > 0) {
+    double share = 0;
+    for (NodeIdx n = 0; n < d.memory_on_node.size(); ++n)
+      if (d.memory_on_node[n] > 0) share += d.memory_on_node[n] * bandwidth_share(n);
+    if (share < 1.0) r /= (1.0 - v.work.mem_intensity) + v.work.mem_intensity / share;
+  }
   if (now_ < v.cold_until) r *= x.cold_rate;
   return r;
 }
@@ -47,8 +56,10 @@ void Host::retime(Vcpu& v) {
     ++v.work_gen;
     v.rate = 0.0;
     v.done_at = sim::kNever;
+    set_bandwidth_demand(v, 0.0);
     return;
   }
+  set_bandwidth_demand(v, v.work.bandwidth_mbps);
   const double rate = compute_rate(v, v.pcpu);
   // Same rate and a valid pending completion: the event already fires at the right instant, so
   // keep it rather than push a duplicate (most sibling re-timings change nothing).
@@ -67,6 +78,34 @@ void Host::stop_progress(Vcpu& v) {
   v.rate = 0.0;
   v.done_at = sim::kNever;
   ++v.work_gen;
+  set_bandwidth_demand(v, 0.0);
+}
+
+double Host::bandwidth_share(NodeIdx n) const {
+  const double bw = node_bw_[n], load = node_load_[n];
+  return bw > 0 && load > bw ? bw / load : 1.0;
+}
+
+// Changes what v draws from its domain's nodes; when a node's share moves, every other running
+// user of that node is re-timed. Cost: the users of the touched nodes, only when shares change.
+void Host::set_bandwidth_demand(Vcpu& v, double demand) {
+  if (v.bw_demand == demand) return;
+  const Domain& d = domains_[v.domain];
+  const double old = v.bw_demand;
+  v.bw_demand = demand;
+  for (NodeIdx n = 0; n < d.memory_on_node.size(); ++n) {
+    const double frac = d.memory_on_node[n];
+    if (frac <= 0 || node_bw_[n] <= 0) continue;
+    const double before = bandwidth_share(n);
+    node_load_[n] += (demand - old) * frac;
+    if (node_load_[n] < 1e-9) node_load_[n] = 0;  // keep float residue from tripping the share
+    auto& users = node_users_[n];
+    if (old == 0) users.push_back(v.id);
+    if (demand == 0) users.erase(std::find(users.begin(), users.end(), v.id));
+    if (bandwidth_share(n) != before)
+      for (VcpuId u : users)
+        if (u != v.id) retime(vcpus_[u]);
+  }
 }
 
 void Host::retime_siblings(PcpuId p) {

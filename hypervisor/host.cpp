@@ -40,6 +40,9 @@ Host::Host(const topo::Topology& topo, HostSpec spec, std::unique_ptr<SchedulerP
   }
   idle_ = usable_;
   queue_.reserve(1024);
+  node_bw_.assign(topo_.num_nodes(), topo_.node_bandwidth_mbps());
+  node_load_.assign(topo_.num_nodes(), 0.0);
+  node_users_.resize(topo_.num_nodes());
 }
 
 Host::~Host() = default;
@@ -163,6 +166,10 @@ VcpuStats Host::vcpu_stats(VcpuId id) const {
   const VcpuStats& b = vcpu_base_.empty() ? VcpuStats{} : vcpu_base_[id];
   VcpuStats s;
   s.running = v.clock.total(0, now_) - b.running;
+  s.remote_run = v.remote_run - b.remote_run;
+  if (v.state == Runstate::kRunning)  // the current stretch, not yet folded in at switch-out
+    s.remote_run += static_cast<double>(now_ - pcpus_[v.pcpu].busy_since) *
+                    (1.0 - domains_[v.domain].memory_on_node[topo_.node_of(v.pcpu)]);
   s.runnable = v.clock.total(1, now_) - b.runnable;
   s.blocked = v.clock.total(2, now_) - b.blocked;
   s.migrations = v.migrations - b.migrations;
@@ -219,13 +226,13 @@ void Host::arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) {
   queue_.push(when < now_ ? now_ : when, sim::Phase::kGuest, kGuestTimer, d, token);
 }
 
-void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity) {
+void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity, double bandwidth_mbps) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning)
     violation("runnable-pick", id, v.pcpu, "guest set work on a vCPU that is not running");
   advance(v);
   const bool changed = !v.work.active || v.work.profile != profile;
-  v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, true};
+  v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, bandwidth_mbps, true};
   v.done_at = sim::kNever;  // a new segment always needs a new completion event
   retime(v);
   if (changed) retime_siblings(v.pcpu);

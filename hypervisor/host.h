@@ -60,8 +60,11 @@ class InvariantViolation : public std::runtime_error {
 /// Accounting of one entity over the measured interval.
 struct VcpuStats {
   sim::Duration running = 0, runnable = 0, blocked = 0;
+  double remote_run = 0;  ///< running time weighted by the share of memory off its node (ns)
   std::uint64_t migrations = 0, context_switches = 0, wakeups = 0;
 };
+
+using NodeIdx = std::uint32_t;
 
 class Host final : public HypervisorView, public SchedActions, public GuestPort {
  public:
@@ -85,6 +88,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   sim::Duration pcpu_busy(PcpuId p) const;
   sim::Duration measured() const { return now_ - measure_from_; }
   std::uint64_t events_processed() const { return events_; }
+  /// Bandwidth (MB/s) the running work asks of node n now (for reports and tests).
+  double bandwidth_load(NodeIdx n) const { return node_load_[n]; }
   std::uint64_t events_stale() const { return stale_; }
   SchedulerPolicy& policy() { return *policy_; }
 
@@ -108,7 +113,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// The end of warm-up, known from the start: guests ask it during warm-up to decide not to
   /// count results yet, before measure_from_ itself moves there.
   sim::Time measure_from() const override { return spec_.warmup; }
-  void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
+  void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity,
+                double bandwidth_mbps = 0.0) override;
   void halt(VcpuId v) override;
   void kick(VcpuId v) override;
   bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning; }
@@ -143,6 +149,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void retime(Vcpu& v);
   void stop_progress(Vcpu& v);
   void retime_siblings(PcpuId p);
+  // Memory bandwidth sharing (execution.cpp).
+  void set_bandwidth_demand(Vcpu& v, double demand);
+  double bandwidth_share(NodeIdx n) const;
   void start_measurement();
 
   const topo::Topology& topo_;
@@ -161,6 +170,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<GuestHooks*> guests_;
   std::vector<std::uint64_t> timer_gen_;
   topo::CpuSet usable_, idle_;
+  // Per node: bandwidth (MB/s, 0 = unlimited), the demand of the running work on it, its users.
+  std::vector<double> node_bw_, node_load_;
+  std::vector<std::vector<VcpuId>> node_users_;
 
   // Baselines taken at the end of warm-up.
   std::vector<VcpuStats> vcpu_base_;

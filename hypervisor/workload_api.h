@@ -20,8 +20,11 @@ class GuestPort {
   /// Start of the measured interval (the end of warm-up): guests count results from here.
   virtual sim::Time measure_from() const = 0;
   /// Set the work the RUNNING vCPU v executes next; the host calls GuestHooks::on_work_done when
-  /// it completes. Replaces any unfinished segment.
-  virtual void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) = 0;
+  /// it completes. Replaces any unfinished segment. `bandwidth_mbps` is the DRAM bandwidth the
+  /// work would draw running alone at rate 1 (0: not bandwidth-bound); the host shares each
+  /// node's bandwidth among the running work that draws on it.
+  virtual void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity,
+                        double bandwidth_mbps = 0.0) = 0;
   /// The running vCPU v has nothing to do: it halts (HLT / SCHEDOP_block) and blocks on the host.
   virtual void halt(VcpuId v) = 0;
   /// Wake a halted vCPU (an IPI / event-channel notification). No effect if it is not blocked.
