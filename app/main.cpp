@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
 #include "app/bench.h"
 #include "app/compare.h"
+#include "app/merge.h"
 #include "app/records.h"
 #include "app/reproduce.h"
 #include "app/sweep.h"
@@ -168,6 +170,14 @@ int main(int argc, char** argv) {
   sweep->add_option("--jobs", jobs, "parallel runs (default: every core); records are identical for any value");
   sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)");
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
+  std::string shard;
+  sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge");
+
+  auto* merge = cli.add_subcommand("merge", "Join the records of several sweep outputs (shards) into one directory");
+  std::vector<std::string> merge_in;
+  std::string merge_out;
+  merge->add_option("DIR", merge_in, "sweep output directories (or records.jsonl files)")->required();
+  merge->add_option("--out", merge_out, "output directory")->required();
 
   auto* compare = cli.add_subcommand("compare", "Print an mmtests-style compare table from sweep records");
   std::vector<std::string> cmp_dirs;
@@ -215,8 +225,25 @@ int main(int argc, char** argv) {
       const app::YamlReader root = with_sets(app::YamlReader::load_file(sweep_file), sets);
       const app::SweepPlan plan = app::expand_sweep(root);
       app::SweepOptions so{out_dir, jobs, max_records, ::isatty(2) != 0};
+      if (!shard.empty()) {
+        unsigned k = 0, n = 0;
+        char slash = 0;
+        std::istringstream is(shard);
+        if (!(is >> k >> slash >> n) || slash != '/' || !is.eof() || n < 1 || k < 1 || k > n)
+          throw app::ConfigError("<command line>", 0, 0, "--shard", "'" + shard + "' is not K/N with 1 <= K <= N");
+        so.shard = k;
+        so.shards = n;
+      }
       print_sweep_summary(app::run_sweep(plan, so, std::cerr));
       return 0;
+    }
+    if (*merge) {
+      const app::MergeReport m = app::merge_records(merge_in, merge_out);
+      std::cerr << "merge: " << m.records << " records into " << m.out_path << "; " << m.duplicates
+                << " duplicate(s) dropped; " << m.missing.size() << " of " << m.tasks_total << " tasks missing";
+      for (std::size_t i = 0; i < m.missing.size() && i < 20; ++i) std::cerr << (i ? "," : ":") << " " << m.missing[i];
+      std::cerr << (m.missing.size() > 20 ? ", ..." : "") << "\n";
+      return m.missing.empty() ? 0 : 4;
     }
     if (*compare) {
       co.higher_is_better = !lower;

@@ -23,6 +23,7 @@ struct Task {
   const SweepRun* run;
   const ScenarioSpec* spec;
   std::uint32_t repetition;
+  std::size_t index;  // position in the whole plan: (run, repetition), repetition fastest
 };
 
 class Progress {
@@ -77,14 +78,17 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
   for (const SweepRun& run : plan.runs) specs.push_back(load_scenario(YamlReader(run.document, plan.file, "")));
 
   std::vector<Task> tasks;
+  const std::size_t all_tasks = plan.runs.size() * plan.repetitions;
   for (std::size_t i = 0; i < plan.runs.size(); ++i)
     for (std::uint32_t rep = 0; rep < plan.repetitions; ++rep) {
+      const std::size_t index = i * plan.repetitions + rep;
+      if (index % o.shards != o.shard - 1) continue;
       ++sum.total;
       if (finished.count({plan.runs[i].column, plan.runs[i].point_key, rep})) {
         ++sum.skipped;
         continue;
       }
-      tasks.push_back(Task{&plan.runs[i], &specs[i], rep});
+      tasks.push_back(Task{&plan.runs[i], &specs[i], rep, index});
     }
   std::size_t todo = tasks.size();
   if (o.max_records > 0 && o.max_records < todo) todo = o.max_records;
@@ -113,6 +117,8 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
         rec["point"] = t.run->point;
         rec["point_index"] = t.run->point_index;
         rec["repetition"] = t.repetition;
+        rec["task_index"] = t.index;
+        rec["tasks_total"] = all_tasks;
         rec["seed"] = seed;
         rec["metrics"] = res.metrics();
         rec["resolved"] = yaml_to_json(t.run->document);

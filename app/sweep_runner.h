@@ -18,6 +18,10 @@ struct SweepOptions {
   unsigned jobs = 0;                 ///< 0: every core
   std::uint64_t max_records = 0;     ///< stop after this many new records (0: no limit); tests use it as a kill
   bool progress_bar = false;         ///< a redrawn bar (stderr is a terminal) instead of periodic lines
+  /// Run only shard K of N (1 <= K <= N): the (point, repetition) pairs whose task index i
+  /// (column-major, repetition fastest, over the whole plan) has i mod N == K - 1. The shards
+  /// of one N partition the sweep exactly, whatever each has finished already.
+  std::uint32_t shard = 1, shards = 1;
 };
 
 struct SweepSummary {

@@ -296,3 +296,47 @@ TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   EXPECT_NE(t.output.find("summary: 3/3 cells within 3%"), std::string::npos) << t.output;
   EXPECT_EQ(run("reproduce no-such-study").status, 2);
 }
+
+TEST(CliShard, ShardsPartitionTheSweepExactly) {
+  const std::string f = write_temp("shard.yaml", kSweep), whole = fresh_dir("whole");
+  ASSERT_EQ(run("sweep " + f + " --out " + whole).status, 0);
+  const std::string all = canonical_records(whole);
+  for (int n : {1, 2, 3, 5}) {
+    std::string joined;
+    std::size_t lines = 0;
+    std::vector<std::string> dirs;
+    for (int k = 1; k <= n; ++k) {
+      const std::string d = fresh_dir("shard" + std::to_string(n) + "_" + std::to_string(k));
+      ASSERT_EQ(run("sweep " + f + " --out " + d + " --shard " + std::to_string(k) + "/" + std::to_string(n)).status, 0);
+      lines += count_lines(d + "/records.jsonl");
+      dirs.push_back(d);
+    }
+    EXPECT_EQ(lines, 12u) << n << " shards: pairwise disjoint and together whole";
+    const std::string out = fresh_dir("merged" + std::to_string(n));
+    std::string args;
+    for (const auto& d : dirs) args += " " + d;
+    const Outcome m = run("merge" + args + " --out " + out);
+    EXPECT_EQ(m.status, 0) << m.output;
+    EXPECT_EQ(canonical_records(out), all) << n << " shards";
+  }
+  EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("bad") + " --shard 4/3").status, 2);
+  EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("bad") + " --shard 0/3").status, 2);
+}
+
+TEST(CliShard, MergeReportsMissingDuplicateAndForeignRecords) {
+  const std::string f = write_temp("shard2.yaml", kSweep), a = fresh_dir("ma"), b = fresh_dir("mb");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --shard 1/2").status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + b + " --shard 2/2 --max-records 4").status, 0);
+  const Outcome missing = run("merge " + a + " " + b + " --out " + fresh_dir("m1"));
+  EXPECT_EQ(missing.status, 4) << missing.output;
+  EXPECT_NE(missing.output.find("2 of 12 tasks missing"), std::string::npos) << missing.output;
+  const Outcome dup = run("merge " + a + " " + a + " --out " + fresh_dir("m2"));
+  EXPECT_NE(dup.output.find("6 duplicate(s) dropped"), std::string::npos) << dup.output;
+  std::string other = kSweep;
+  other.replace(other.find("duration: 300ms"), 15, "duration: 400ms");
+  const std::string g = write_temp("other.yaml", other), c = fresh_dir("mc");
+  ASSERT_EQ(run("sweep " + g + " --out " + c + " --max-records 1").status, 0);
+  const Outcome foreign = run("merge " + a + " " + c + " --out " + fresh_dir("m3"));
+  EXPECT_EQ(foreign.status, 2) << foreign.output;
+  EXPECT_NE(foreign.output.find("different scenario"), std::string::npos) << foreign.output;
+}

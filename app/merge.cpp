@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+#include "app/merge.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "app/config_error.h"
+#include "app/records.h"
+
+namespace vcpusim::app {
+
+MergeReport merge_records(const std::vector<std::string>& inputs, const std::string& out_dir) {
+  MergeReport rep;
+  std::string hash, hash_from;
+  std::map<RecordKey, nlohmann::json> kept;
+  std::set<std::size_t> seen_tasks;
+  for (const std::string& in : inputs) {
+    const std::string path = std::filesystem::is_directory(in) ? (std::filesystem::path(in) / "records.jsonl").string() : in;
+    if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
+    for (auto& r : read_records(path)) {
+      const std::string h = r.value("scenario_hash", std::string());
+      if (hash.empty()) {
+        hash = h;
+        hash_from = path;
+      } else if (h != hash) {
+        throw ConfigError(path, 0, 0, "scenario_hash",
+                          "records of a different scenario than " + hash_from + " (" + h + " vs " + hash + "); refusing to merge");
+      }
+      if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, r.at("tasks_total").get<std::size_t>());
+      if (r.contains("task_index")) seen_tasks.insert(r.at("task_index").get<std::size_t>());
+      const RecordKey k = key_of(r);
+      if (kept.count(k)) {
+        ++rep.duplicates;
+        continue;
+      }
+      kept.emplace(k, std::move(r));
+    }
+  }
+  for (std::size_t i = 0; i < rep.tasks_total; ++i)
+    if (!seen_tasks.count(i)) rep.missing.push_back(i);
+  std::vector<nlohmann::json> out;
+  for (auto& [k, r] : kept) out.push_back(std::move(r));
+  std::sort(out.begin(), out.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.value("task_index", std::size_t{0}) < b.value("task_index", std::size_t{0});
+  });
+  std::filesystem::create_directories(out_dir);
+  rep.out_path = (std::filesystem::path(out_dir) / "records.jsonl").string();
+  const std::string tmp = rep.out_path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    for (const auto& r : out) f << r.dump() << "\n";
+    if (!f.flush()) throw ConfigError(tmp, 0, 0, "", "cannot write");
+  }
+  std::filesystem::rename(tmp, rep.out_path);
+  rep.records = out.size();
+  return rep;
+}
+
+}  // namespace vcpusim::app
