@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "policies/registry.h"
 
+#include "policies/credit2.h"
 #include "policies/round_robin.h"
 
 namespace vcpusim::policy {
@@ -9,6 +10,8 @@ const std::vector<PolicyInfo>& policies() {
   static const std::vector<PolicyInfo> table = {
       {"rr", "per-pCPU round robin with a fixed slice and idle stealing (the reference policy)",
        RoundRobin::param_specs(), &RoundRobin::make},
+      {"credit2", "Xen credit2: credit by weight, runqueues per cpu|core|socket|node|all, ratelimit, caps, load balancing",
+       Credit2::param_specs(), &Credit2::make},
   };
   return table;
 }
