@@ -64,7 +64,7 @@ void GuestOs::advance_thread(std::uint32_t t) {
 
 void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
   Thread& th = threads_[t];
-  vcpus_[vc].curr = t;
+  set_curr(vc, t);
   th.vcpu = vc;
   // Cut the step at the guest slice only when another thread waits for this vCPU.
   double seg = th.remaining;
@@ -88,7 +88,7 @@ void GuestOs::run_next(std::uint32_t vc) {
     if (busiest != kNone) t = dequeue(busiest);
   }
   if (t == kNone) {
-    s.curr = kNone;
+    set_curr(vc, kNone);
     port_.halt(s.id);
     return;
   }
@@ -115,14 +115,14 @@ void GuestOs::on_work_done(hv::VcpuId v) {
     advance_thread(t);
   }
   if (th.blocked) {
-    vcpus_[vc].curr = kNone;
+    set_curr(vc, kNone);
     run_next(vc);
     return;
   }
   // Rotate when the slice is used up and someone waits (Linux check_preempt_tick, coarsely).
   if (vcpus_[vc].queued > 0 && th.slice_used >= static_cast<double>(params_.slice)) {
     enqueue(vc, t);
-    vcpus_[vc].curr = kNone;
+    set_curr(vc, kNone);
     run_next(vc);
     return;
   }
@@ -149,6 +149,16 @@ void GuestOs::on_timer(std::uint64_t token) {
   const auto t = static_cast<std::uint32_t>(token);
   advance_thread(t);
   if (!threads_[t].blocked) place_woken(t);
+}
+
+void GuestOs::set_curr(std::uint32_t vc, std::uint32_t t) {
+  std::uint32_t& curr = vcpus_[vc].curr;
+  if (curr == t) return;
+  if (trace_) {
+    if (curr != kNone) trace_->thread_off(vcpus_[vc].id, curr, port_.now());
+    if (t != kNone) trace_->thread_on(vcpus_[vc].id, t, port_.now());
+  }
+  curr = t;
 }
 
 GuestResults GuestOs::results() const {

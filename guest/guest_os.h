@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "guest/guest_trace.h"
 #include "guest/workload.h"
 #include "hypervisor/workload_api.h"
 #include "sim/rng.h"
@@ -47,6 +48,8 @@ class GuestOs final : public hv::GuestHooks {
   void start();
   GuestResults results() const;
   const Workload& workload() const { return *workload_; }
+  /// Attach an observer of thread placement (not owned; nullptr detaches).
+  void set_trace(GuestTraceSink* sink) { trace_ = sink; }
 
   // hv::GuestHooks
   void on_vcpu_scheduled(hv::VcpuId v, bool has_work) override;
@@ -79,6 +82,8 @@ class GuestOs final : public hv::GuestHooks {
   void issue_segment(std::uint32_t vc, std::uint32_t t);
   void advance_thread(std::uint32_t t);  ///< draw the next step; blocks go to sleep
   void place_woken(std::uint32_t t);
+  /// Makes thread t (or kNone) vCPU vc's current thread, telling the trace.
+  void set_curr(std::uint32_t vc, std::uint32_t t);
   bool vcpu_idle(std::uint32_t vc) const { return vcpus_[vc].curr == kNone && vcpus_[vc].queued == 0; }
 
   hv::GuestPort& port_;
@@ -89,6 +94,7 @@ class GuestOs final : public hv::GuestHooks {
   std::unique_ptr<Workload> workload_;
   bool bare_metal_;
   GuestParams params_;
+  GuestTraceSink* trace_ = nullptr;
   double results_ = 0;
   std::uint64_t steps_ = 0;
 };

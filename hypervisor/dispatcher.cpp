@@ -50,6 +50,7 @@ void Host::schedule(PcpuId p) {
       stop_progress(pv);
       set_runstate(pv, Runstate::kRunnable);
       switch_out(p, prev);
+      if (trace_) trace_->instant("preempt", prev, p, now_);
       guests_[pv.domain]->on_vcpu_preempted(prev);
     }
     if (next != kIdle) switch_in(p, next);
@@ -80,6 +81,7 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
   Vcpu& v = vcpus_[prev];
   v.remote_run += static_cast<double>(now_ - pc.busy_since) * (1.0 - domains_[v.domain].memory_on_node[topo_.node_of(p)]);
   pc.busy += now_ - pc.busy_since;
+  if (trace_) trace_->run_end(p, prev, now_);
   pc.curr = kIdle;
   idle_.set(p);
   policy_->put_prev(p, prev, now_);
@@ -106,6 +108,10 @@ void Host::switch_in(PcpuId p, VcpuId next) {
     }
   } else if (v.last_ran != kNoPcpu && v.last_ran != p) {
     ++v.migrations;  // to the sibling thread: shares L1/L2, no cold window
+  }
+  if (trace_) {
+    if (v.last_ran != kNoPcpu && v.last_ran != p) trace_->instant("migrate", next, p, now_);
+    trace_->run_begin(p, next, now_);
   }
   v.pcpu = p;
   v.last_ran = p;

@@ -246,6 +246,7 @@ void Host::halt(VcpuId id) {
   stop_progress(v);
   v.work = WorkSegment{};
   set_runstate(v, Runstate::kBlocked);
+  if (trace_) trace_->instant("halt", id, p, now_);
   policy_->sleep(id, now_);
   switch_out(p, id);
   tickle(p);
@@ -260,6 +261,7 @@ void Host::kick(VcpuId id) {
   if (!v.hard.test(p)) violation("hard-affinity", id, p, "pick_cpu chose a pCPU outside hard affinity");
   v.pcpu = p;
   ++v.wakeups;
+  if (trace_) trace_->instant("wake", id, p, now_);
   set_runstate(v, Runstate::kRunnable);
   policy_->wake(id, now_);
 }

@@ -22,6 +22,7 @@
 #include "hypervisor/entity.h"
 #include "hypervisor/exec_model.h"
 #include "hypervisor/policy_api.h"
+#include "hypervisor/trace_sink.h"
 #include "hypervisor/workload_api.h"
 #include "sim/event_queue.h"
 #include "sim/rng.h"
@@ -92,6 +93,12 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   double bandwidth_load(NodeIdx n) const { return node_load_[n]; }
   std::uint64_t events_stale() const { return stale_; }
   SchedulerPolicy& policy() { return *policy_; }
+  /// Attach an observer (not owned; nullptr detaches). See trace_sink.h.
+  void set_trace(TraceSink* sink) { trace_ = sink; }
+  /// Let observers mark an instant (guests and mechanisms use it; no-op without a sink).
+  void trace_instant(std::string_view what, VcpuId v) {
+    if (trace_) trace_->instant(what, v, vcpus_[v].pcpu, now_);
+  }
 
   // HypervisorView
   const topo::Topology& topology() const override { return topo_; }
@@ -175,6 +182,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<std::vector<VcpuId>> node_users_;
 
   // Baselines taken at the end of warm-up.
+  TraceSink* trace_ = nullptr;
   std::vector<VcpuStats> vcpu_base_;
   std::vector<sim::Duration> pcpu_base_;
 };
