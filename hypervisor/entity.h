@@ -53,6 +53,7 @@ struct Vcpu {
   std::uint64_t cold_gen = 0;
 
   double bw_demand = 0.0;           ///< bandwidth it currently draws on the nodes' shares
+  std::uint64_t bw_stamp = 0;       ///< set when a share change must re-time it (execution.cpp)
   double remote_run = 0.0;          ///< running time x share of its memory off the node it ran on (ns)
 
   RunstateClock clock;              ///< time spent in each runstate

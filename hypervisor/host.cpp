@@ -42,6 +42,7 @@ Host::Host(const topo::Topology& topo, HostSpec spec, std::unique_ptr<SchedulerP
   queue_.reserve(1024);
   node_bw_.assign(topo_.num_nodes(), topo_.node_bandwidth_mbps());
   node_load_.assign(topo_.num_nodes(), 0.0);
+  node_share_timed_.assign(topo_.num_nodes(), 1.0);
   node_users_.resize(topo_.num_nodes());
 }
 

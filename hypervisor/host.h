@@ -179,6 +179,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   topo::CpuSet usable_, idle_;
   // Per node: bandwidth (MB/s, 0 = unlimited), the demand of the running work on it, its users.
   std::vector<double> node_bw_, node_load_;
+  std::vector<double> node_share_timed_;  ///< the share the node's users were last re-timed with
+  std::uint64_t bw_stamp_ = 0;            ///< marks users to re-time once per change
   std::vector<std::vector<VcpuId>> node_users_;
 
   // Baselines taken at the end of warm-up.
