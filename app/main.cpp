@@ -14,6 +14,7 @@
 #include "app/bench.h"
 #include "app/compare.h"
 #include "app/merge.h"
+#include "app/perfetto_trace.h"
 #include "app/records.h"
 #include "app/reproduce.h"
 #include "app/sweep.h"
@@ -153,6 +154,14 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet", quiet, "print no table");
   run->add_flag("--list", list, "list the scheduler policies and workload models with their parameters, and exit");
 
+  auto* trace = cli.add_subcommand("trace", "Write a Chrome/Perfetto trace (JSON) of a window of a run: pCPU and vCPU tracks");
+  std::string trace_file, trace_window = "0s..200ms", trace_out;
+  std::optional<std::uint64_t> trace_seed;
+  trace->add_option("SCENARIO", trace_file, "scenario YAML file (default: the built-in default scenario)");
+  trace->add_option("--window", trace_window, "simulated interval to keep, FROM..TO (default 0s..200ms)");
+  trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)");
+  trace->add_option("--out", trace_out, "output file (open it in ui.perfetto.dev or chrome://tracing)")->required();
+
   auto* bench = cli.add_subcommand("bench", "Measure the engine's and whole scenarios' speed (medians over repeats)");
   app::BenchOptions bo;
   std::string bench_json;
@@ -272,6 +281,27 @@ int main(int argc, char** argv) {
       const app::ReproductionResult res = app::evaluate(r, recs);
       if (!repro_json.empty()) write_atomically(repro_json, app::reproduction_json(r, res).dump(2) + "\n");
       if (repro_json != "-") app::write_reproduction(std::cout, r, recs, res);
+      return 0;
+    }
+    if (*trace) {
+      app::ScenarioSpec spec = trace_file.empty() ? app::load_default_scenario() : app::load_scenario_file(trace_file);
+      const auto dots = trace_window.find("..");
+      std::optional<sim::Duration> from, to;
+      if (dots != std::string::npos) {
+        from = app::parse_duration(trace_window.substr(0, dots));
+        to = app::parse_duration(trace_window.substr(dots + 2));
+      }
+      if (!from || !to || *from < 0 || *to <= *from)
+        throw app::ConfigError("<command line>", 0, 0, "--window", "'" + trace_window + "' is not FROM..TO such as 0s..200ms");
+      // The run only needs to last until the window closes.
+      spec.duration = std::min(spec.duration, *to);
+      if (spec.warmup >= spec.duration) spec.warmup = spec.host.warmup = 0;
+      app::PerfettoTrace tr(*from, *to);
+      app::run_scenario(spec, trace_seed ? *trace_seed : app::repetition_seed(spec.seed, 0), &tr);
+      std::ostringstream os;
+      tr.write(os);
+      write_atomically(trace_out, os.str());
+      std::cerr << "trace: " << tr.events() << " events in [" << trace_window << "] -> " << trace_out << "\n";
       return 0;
     }
     if (*bench) {

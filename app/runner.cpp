@@ -25,7 +25,7 @@ std::unique_ptr<guest::Workload> make_workload(const WorkloadSpec& w) {
 
 }  // namespace
 
-RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed) {
+RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver* observer) {
   const auto wall0 = std::chrono::steady_clock::now();
   const topo::Topology topology = topo::build_topology(spec.topology);
   const policy::PolicyInfo* info = policy::find_policy(spec.policy);
@@ -52,9 +52,15 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed) {
                                             seed, "domain/" + d.spec->name);
     d.id = host.add_domain(*d.spec, d.os.get());
   }
+  if (observer) {
+    std::vector<guest::GuestOs*> oses;
+    for (Dom& d : doms) oses.push_back(d.os.get());
+    observer->attach(host, oses);
+  }
   host.start();
   for (Dom& d : doms) d.os->start();
   host.run_until(spec.duration);
+  if (observer) observer->finish(host);
   host.check_conservation();
 
   RunResult r;

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "app/scenario.h"
+#include "guest/guest_os.h"
+#include "hypervisor/host.h"
 
 namespace vcpusim::app {
 
@@ -51,7 +53,17 @@ struct RunResult {
 /// every repetition's seed is derived, so rep 0 is no special case).
 std::uint64_t repetition_seed(std::uint64_t master, std::uint32_t rep);
 
+/// Something that watches a run (a trace writer): attached after the host and guests exist and
+/// before anything runs. Observers must not change the run.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void attach(hv::Host& host, const std::vector<guest::GuestOs*>& guests) = 0;
+  /// The run has ended at host.now().
+  virtual void finish(hv::Host& /*host*/) {}
+};
+
 /// Runs the scenario once with `seed`. Throws hv::InvariantViolation if the model breaks a rule.
-RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed);
+RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver* observer = nullptr);
 
 }  // namespace vcpusim::app

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+#include "app/perfetto_trace.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+
+namespace vcpusim::app {
+namespace {
+
+// chrome://tracing's reserved colour names (Perfetto colours by slice name instead).
+constexpr const char* kPalette[] = {"thread_state_running", "rail_response", "rail_animation", "rail_idle",
+                                    "rail_load", "cq_build_passed", "good", "yellow", "olive", "startup",
+                                    "thread_state_iowait", "generic_work"};
+constexpr int kVcpuPidBase = 100000;
+
+std::string us(sim::Time t) { return fmt::format("{}.{:03}", t / 1000, t % 1000); }
+
+std::string quote(const std::string& s) { return nlohmann::json(s).dump(); }
+
+}  // namespace
+
+int PerfettoTrace::pcpu_pid(hv::PcpuId p) const { return 1 + static_cast<int>(host_->topology().node_of(p)); }
+int PerfettoTrace::vcpu_pid(hv::VcpuId v) const { return kVcpuPidBase + static_cast<int>(host_->vcpu(v).domain); }
+
+std::string PerfettoTrace::vcpu_label(hv::VcpuId v) const {
+  const hv::Vcpu& x = host_->vcpu(v);
+  return host_->domain(x.domain).name + (host_->domain(x.domain).bare_metal ? " task " : " vCPU ") + std::to_string(x.index);
+}
+
+void PerfettoTrace::attach(hv::Host& host, const std::vector<guest::GuestOs*>& guests) {
+  host_ = &host;
+  host.set_trace(this);
+  for (auto* g : guests) g->set_trace(this);
+  const topo::Topology& t = host.topology();
+  pcpu_open_.assign(t.num_threads(), sim::kNever);
+  pcpu_who_.assign(t.num_threads(), hv::kIdle);
+  vcpu_open_.assign(host.num_vcpus(), sim::kNever);
+  vcpu_thread_.assign(host.num_vcpus(), 0);
+  for (topo::NodeId n = 0; n < t.num_nodes(); ++n) {
+    meta_.push_back(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"node {} (pCPUs)"}}}})j", 1 + n, n));
+    meta_.push_back(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", 1 + n, n));
+  }
+  for (hv::PcpuId p = 0; p < t.num_threads(); ++p) {
+    const auto smt = static_cast<int>(t.smt_mask(p).count() > 1 ? (t.smt_mask(p).first() == p ? 0 : 1) : 0);
+    const std::string name = fmt::format("pCPU {} (socket {}, core {}, thread {}){}", p, t.socket_of(p), t.core_of(p), smt,
+                                         host.pcpu(p).usable ? "" : " [off]");
+    meta_.push_back(fmt::format(R"j({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})j", pcpu_pid(p), p, quote(name)));
+    meta_.push_back(fmt::format(R"j({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})j",
+                                pcpu_pid(p), p, t.socket_of(p) * 100000 + t.core_of(p) * 8 + static_cast<unsigned>(smt)));
+  }
+  for (hv::DomainId d = 0; d < host.num_domains(); ++d) {
+    const hv::Domain& dom = host.domain(d);
+    meta_.push_back(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":{}}}}})j", kVcpuPidBase + static_cast<int>(d),
+                                quote((dom.bare_metal ? "tasks " : "VM ") + dom.name)));
+    meta_.push_back(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", kVcpuPidBase + static_cast<int>(d), 1000 + d));
+    for (hv::VcpuId v : dom.vcpus)
+      meta_.push_back(fmt::format(R"j({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})j", vcpu_pid(v), v, quote(vcpu_label(v))));
+  }
+}
+
+void PerfettoTrace::slice(int pid, int tid, sim::Time b, sim::Time e, std::string name, std::string cat, int color,
+                          std::string args) {
+  b = std::max(b, from_);
+  e = std::min(e, to_);
+  if (e <= b) return;
+  events_.push_back(Ev{pid, tid, b, e - b, std::move(name), std::move(cat), color, std::move(args)});
+}
+
+void PerfettoTrace::run_begin(hv::PcpuId p, hv::VcpuId v, sim::Time t) {
+  pcpu_open_[p] = t;
+  pcpu_who_[p] = v;
+}
+
+void PerfettoTrace::run_end(hv::PcpuId p, hv::VcpuId v, sim::Time t) {
+  if (pcpu_open_[p] == sim::kNever) return;
+  const hv::Vcpu& x = host_->vcpu(v);
+  slice(pcpu_pid(p), static_cast<int>(p), pcpu_open_[p], t, host_->domain(x.domain).name, "vcpu-run",
+        static_cast<int>(x.domain % std::size(kPalette)),
+        fmt::format(R"j({{"vm":{},"vcpu":{},"entity":{}}})j", quote(host_->domain(x.domain).name), x.index, v));
+  pcpu_open_[p] = sim::kNever;
+  pcpu_who_[p] = hv::kIdle;
+}
+
+void PerfettoTrace::instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t) {
+  if (t < from_ || t > to_ || p == hv::kNoPcpu) return;
+  events_.push_back(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
+                       fmt::format(R"j({{"entity":{},"who":{}}})j", v, quote(vcpu_label(v)))});
+}
+
+void PerfettoTrace::thread_on(hv::VcpuId v, std::uint32_t thread, sim::Time t) {
+  vcpu_open_[v] = t;
+  vcpu_thread_[v] = thread;
+}
+
+void PerfettoTrace::thread_off(hv::VcpuId v, std::uint32_t thread, sim::Time t) {
+  if (vcpu_open_[v] == sim::kNever) return;
+  slice(vcpu_pid(v), static_cast<int>(v), vcpu_open_[v], t, "thread " + std::to_string(thread), "guest-thread",
+        static_cast<int>(thread % std::size(kPalette)), fmt::format(R"j({{"thread":{}}})j", thread));
+  vcpu_open_[v] = sim::kNever;
+}
+
+void PerfettoTrace::finish(hv::Host& host) {
+  // Close what is still open at the end of the run.
+  for (hv::PcpuId p = 0; p < pcpu_open_.size(); ++p)
+    if (pcpu_open_[p] != sim::kNever) run_end(p, pcpu_who_[p], host.now());
+  for (hv::VcpuId v = 0; v < vcpu_open_.size(); ++v)
+    if (vcpu_open_[v] != sim::kNever) thread_off(v, vcpu_thread_[v], host.now());
+  host.set_trace(nullptr);
+  std::stable_sort(events_.begin(), events_.end(), [](const Ev& a, const Ev& b) {
+    return std::tie(a.pid, a.tid, a.ts) < std::tie(b.pid, b.tid, b.ts);
+  });
+}
+
+void PerfettoTrace::write(std::ostream& os) const {
+  os << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"vcpusim trace\",\"window_us\":["
+     << us(from_) << "," << us(to_) << "]},\"traceEvents\":[\n";
+  bool first = true;
+  for (const std::string& m : meta_) {
+    os << (first ? "" : ",\n") << m;
+    first = false;
+  }
+  for (const Ev& e : events_) {
+    os << (first ? "" : ",\n");
+    first = false;
+    if (e.dur >= 0)
+      fmt::print(os, R"j({{"name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{}{},"args":{}}})j", quote(e.name),
+                 e.cat, e.pid, e.tid, us(e.ts), us(e.dur), e.color >= 0 ? fmt::format(R"(,"cname":"{}")", kPalette[e.color]) : "",
+                 e.args);
+    else
+      fmt::print(os, R"j({{"name":{},"cat":"{}","ph":"i","s":"t","pid":{},"tid":{},"ts":{},"args":{}}})j", quote(e.name), e.cat,
+                 e.pid, e.tid, us(e.ts), e.args);
+  }
+  os << "\n]}\n";
+}
+
+}  // namespace vcpusim::app

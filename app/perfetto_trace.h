@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// This file defines PerfettoTrace, the writer of `vcpusim trace`: what the scheduler did, as
+// Chrome trace-event JSON that ui.perfetto.dev and chrome://tracing open. Tracks:
+//  - one per hardware thread, grouped by node into processes and sorted by socket, core and
+//    thread, holding a slice per vCPU run (named after its VM, so slices are coloured by VM);
+//  - one per vCPU, grouped by VM, holding a slice per guest thread it runs;
+//  - instant events on the pCPU tracks: wake, migrate, preempt, halt (and the later
+//    mechanisms' marks: forced idle, lock-holder preemption, PV halts and kicks, PLE exits).
+// Only the window [from, to] is kept; slices crossing its ends are clipped. Events are written
+// sorted by track and time.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "app/runner.h"
+#include "guest/guest_trace.h"
+#include "hypervisor/trace_sink.h"
+
+namespace vcpusim::app {
+
+class PerfettoTrace final : public RunObserver, public hv::TraceSink, public guest::GuestTraceSink {
+ public:
+  PerfettoTrace(sim::Time from, sim::Time to) : from_(from), to_(to) {}
+
+  // RunObserver
+  void attach(hv::Host& host, const std::vector<guest::GuestOs*>& guests) override;
+  void finish(hv::Host& host) override;
+  // hv::TraceSink
+  void run_begin(hv::PcpuId p, hv::VcpuId v, sim::Time t) override;
+  void run_end(hv::PcpuId p, hv::VcpuId v, sim::Time t) override;
+  void instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t) override;
+  // guest::GuestTraceSink
+  void thread_on(hv::VcpuId v, std::uint32_t thread, sim::Time t) override;
+  void thread_off(hv::VcpuId v, std::uint32_t thread, sim::Time t) override;
+
+  /// The JSON document ({"traceEvents": [...], ...}).
+  void write(std::ostream& os) const;
+  std::size_t events() const { return events_.size(); }
+
+ private:
+  struct Ev {
+    int pid, tid;
+    sim::Time ts, dur;  // dur < 0: an instant
+    std::string name, cat;
+    int color;          // palette index, -1 none
+    std::string args;   // a JSON object's text
+  };
+  void slice(int pid, int tid, sim::Time b, sim::Time e, std::string name, std::string cat, int color, std::string args);
+  int pcpu_pid(hv::PcpuId p) const;
+  int vcpu_pid(hv::VcpuId v) const;
+  std::string vcpu_label(hv::VcpuId v) const;
+
+  sim::Time from_, to_;
+  const hv::Host* host_ = nullptr;
+  std::vector<sim::Time> pcpu_open_;    // run_begin time per pCPU (kNever: none)
+  std::vector<hv::VcpuId> pcpu_who_;
+  std::vector<sim::Time> vcpu_open_;    // thread_on time per vCPU
+  std::vector<std::uint32_t> vcpu_thread_;
+  std::vector<Ev> events_;
+  std::vector<std::string> meta_;       // process/thread name records, already JSON
+};
+
+}  // namespace vcpusim::app

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// Pins the Perfetto/Chrome trace: valid trace-event JSON (required fields per phase), slices that
+// never overlap on a track, timestamps monotonic per track and inside the window, a track per
+// hardware thread and per vCPU, the scheduling instants present, and a run that is the same
+// traced or not.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/perfetto_trace.h"
+#include "app/runner.h"
+#include "app/scenario.h"
+
+namespace vcpusim::app {
+namespace {
+
+nlohmann::json traced(const ScenarioSpec& s, sim::Time from, sim::Time to) {
+  PerfettoTrace tr(from, to);
+  run_scenario(s, 1, &tr);
+  std::ostringstream os;
+  tr.write(os);
+  return nlohmann::json::parse(os.str());
+}
+
+ScenarioSpec short_default() {
+  ScenarioSpec s = load_default_scenario();
+  s.duration = sim::ms(300);
+  s.warmup = s.host.warmup = 0;
+  return s;
+}
+
+}  // namespace
+
+TEST(Trace, IsValidTraceEventJson) {
+  const ScenarioSpec s = short_default();
+  const sim::Time from = sim::ms(50), to = sim::ms(250);
+  const nlohmann::json j = traced(s, from, to);
+  ASSERT_TRUE(j.contains("traceEvents"));
+  std::map<std::pair<int, int>, double> last_end, last_ts;
+  std::map<std::string, int> phases, instants;
+  std::set<int> pcpu_tracks;
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.contains("name") && e.contains("ph") && e.contains("pid")) << e.dump();
+    const std::string ph = e["ph"];
+    ++phases[ph];
+    if (ph == "M") continue;
+    ASSERT_TRUE(e.contains("tid") && e.contains("ts")) << e.dump();
+    const auto track = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
+    const double ts = e["ts"].get<double>();
+    EXPECT_GE(ts, 50000.0 - 1e-9) << e.dump();
+    EXPECT_LE(ts, 250000.0 + 1e-9) << e.dump();
+    if (last_ts.count(track)) {
+      EXPECT_GE(ts, last_ts[track]) << "timestamps go back on a track: " << e.dump();
+    }
+    last_ts[track] = ts;
+    if (ph == "X") {
+      ASSERT_TRUE(e.contains("dur")) << e.dump();
+      const double dur = e["dur"].get<double>();
+      EXPECT_GT(dur, 0.0);
+      EXPECT_LE(ts + dur, 250000.0 + 1e-6);
+      if (last_end.count(track)) {
+        EXPECT_GE(ts + 1e-9, last_end[track]) << "overlapping slices: " << e.dump();
+      }
+      last_end[track] = ts + dur;
+      if (e["pid"].get<int>() < 100000) pcpu_tracks.insert(e["tid"].get<int>());
+    } else {
+      ASSERT_EQ(ph, "i") << e.dump();
+      EXPECT_EQ(e["s"], "t");
+      ++instants[e["name"].get<std::string>()];
+    }
+  }
+  EXPECT_GT(phases["X"], 0);
+  EXPECT_GT(phases["M"], 0);
+  // The default scenario keeps all 8 threads busy and its web VM halts and wakes all the time.
+  EXPECT_EQ(pcpu_tracks.size(), 8u);
+  EXPECT_GT(instants["wake"], 0);
+  EXPECT_GT(instants["halt"], 0);
+}
+
+TEST(Trace, HasAVcpuTrackWithGuestThreads) {
+  const nlohmann::json j = traced(short_default(), 0, sim::ms(100));
+  int guest = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && e.value("cat", "") == "guest-thread") ++guest;
+  EXPECT_GT(guest, 0);
+}
+
+TEST(Trace, TracingDoesNotChangeTheRun) {
+  const ScenarioSpec s = short_default();
+  PerfettoTrace tr(0, sim::ms(300));
+  const RunResult a = run_scenario(s, 3, &tr), b = run_scenario(s, 3);
+  EXPECT_EQ(a.metrics(), b.metrics());
+}
+
+}  // namespace vcpusim::app
