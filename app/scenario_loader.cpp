@@ -155,9 +155,28 @@ std::string affinity_text(const YamlReader& r) {
   r.fail("expected an affinity such as all, node:1, socket:0, cpus:[0,1] or node-round-robin");
 }
 
-// Memory placement for one instance; returns the share of memory on each node.
+// libxl's automatic NUMA placement (libxl__get_numa_candidate, xen-credit2.md section 7): node
+// sets are tried from the smallest size that holds the domain's vCPUs (ceil(vcpus / threads per
+// node)) and, within that size, the set on which the fewest vCPUs of earlier domains can run
+// wins, ties going to the first set in order. MODEL: free memory, libxl's second criterion, is
+// not tracked (every node is taken to have room), and sets are built greedily from the
+// least-loaded nodes rather than enumerated.
+std::vector<topo::NodeId> auto_place(const topo::Topology& t, std::uint32_t vcpus, const std::vector<std::uint32_t>& placed) {
+  const std::uint32_t per_node = t.threads_of_node(0).count();
+  const std::uint32_t want = std::min<std::uint32_t>(t.num_nodes(), std::max<std::uint32_t>(1, (vcpus + per_node - 1) / per_node));
+  std::vector<topo::NodeId> order(t.num_nodes());
+  for (topo::NodeId n = 0; n < order.size(); ++n) order[n] = n;
+  std::stable_sort(order.begin(), order.end(), [&](topo::NodeId a, topo::NodeId b) { return placed[a] < placed[b]; });
+  order.resize(want);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// Memory placement for one instance; returns the share of memory on each node. `auto_nodes`
+// holds libxl's choice when automatic placement applies (else it is empty).
 std::vector<double> place_memory(const YamlReader& at, const std::string& how, const topo::Topology& t,
-                                 const topo::CpuSet& hard, const topo::CpuSet& soft, std::uint32_t vm_index) {
+                                 const topo::CpuSet& hard, const topo::CpuSet& soft,
+                                 const std::vector<topo::NodeId>& auto_nodes) {
   const std::uint32_t nodes = t.num_nodes();
   std::vector<double> m(nodes, 0.0);
   auto spread_over = [&](const std::vector<topo::NodeId>& ns) {
@@ -173,9 +192,8 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
     auto hn = nodes_of(hard, t), sn = nodes_of(soft, t);
     if (hn.size() < nodes) spread_over(hn);
     else if (sn.size() < nodes) spread_over(sn);
-    else if (how == "follow-affinity") spread_over(all);
-    else m[vm_index % nodes] = 1.0;  // MODEL: Xen's automatic placement picks the least-loaded
-                                     // node; with VMs created in order that is round robin.
+    else if (how == "follow-affinity" || auto_nodes.empty()) spread_over(all);
+    else spread_over(auto_nodes);  // striped over the chosen nodes, as get_free_buddy rotates
   } else if (how.rfind("node:", 0) == 0) {
     try {
       const auto n = static_cast<std::uint32_t>(std::stoul(how.substr(5)));
@@ -191,9 +209,9 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
 }
 
 GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology& t, const topo::CpuSet& usable,
-                     std::uint32_t& vm_index) {
-  if (bare_metal) only_keys(r, {"name", "count", "affinity", "memory", "workload"});
-  else only_keys(r, {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload"});
+                     std::uint32_t& vm_index, std::vector<std::uint32_t>& placed) {
+  if (bare_metal) only_keys(r, {"name", "count", "affinity", "memory", "workload", "cookie"});
+  else only_keys(r, {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload", "cookie"});
   GroupSpec g;
   g.bare_metal = bare_metal;
   const YamlReader name = r.at("name");
@@ -260,7 +278,21 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
       d.hard.push_back(h);
       d.soft.push_back(s);
     }
-    d.memory_on_node = place_memory(placement_at, placement, t, d.hard.front(), d.soft.front(), vm_index);
+    // libxl runs automatic placement when the domain names no soft affinity, no per-vCPU
+    // affinity and no explicit node (a single hard `cpus=` does not stop it), and then sets
+    // the soft affinity of every vCPU to the chosen nodes as well as the memory.
+    std::vector<topo::NodeId> auto_nodes;
+    if (placement == "auto" && g.soft_text == "all" && per_vcpu_at.empty() && !bare_metal && t.num_nodes() > 1 &&
+        nodes_of(d.hard.front(), t).size() == t.num_nodes()) {
+      auto_nodes = auto_place(t, g.vcpus, placed);
+      topo::CpuSet soft_nodes;
+      for (auto n : auto_nodes) soft_nodes |= t.threads_of_node(n);
+      for (auto& s : d.soft) s = soft_nodes;
+    }
+    d.memory_on_node = place_memory(placement_at, placement, t, d.hard.front(), d.soft.front(), auto_nodes);
+    // What libxl counts for the next domain: vCPUs whose hard and node affinity cover a node.
+    for (topo::NodeId n = 0; n < t.num_nodes(); ++n)
+      if (d.memory_on_node[n] > 0 && d.hard.front().intersects(t.threads_of_node(n))) placed[n] += g.vcpus;
     g.instances.push_back(std::move(d));
   }
   return g;
@@ -294,6 +326,70 @@ void read_exec(const YamlReader& h, hv::ExecParams& x) {
 
 }  // namespace
 
+// host.core_sched (with host.core_scheduling: cookie): a variant preset (core_sched.h), the
+// cookie assignment, and any switch overriding the preset.
+void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
+  cs = *hv::core_sched_preset("mainline");
+  if (!h.has("core_sched")) return;
+  const YamlReader c = h.at("core_sched");
+  only_keys(c, {"variant", "cookies", "compare", "tie", "tick", "fi_slice", "fi_allowance", "wake", "balance"});
+  const std::string variant = c.get_string("variant", "mainline");
+  const auto preset = hv::core_sched_preset(variant);
+  if (!preset) {
+    std::string all;
+    for (auto n : hv::core_sched_presets()) all += (all.empty() ? "" : ", ") + std::string(n);
+    c.at("variant").fail("unknown core scheduling variant '" + variant + "' (known: " + all + ")");
+  }
+  cs = *preset;
+  const std::string cookies = c.get_enum("cookies", "per-vm", {"per-vm", "per-task", "none"});
+  cs.cookies = cookies == "per-task" ? hv::CoreSchedParams::Cookies::kPerTask
+               : cookies == "none"   ? hv::CoreSchedParams::Cookies::kNone
+                                     : hv::CoreSchedParams::Cookies::kPerVm;
+  using P = hv::CoreSchedParams;
+  if (c.has("compare")) {
+    const std::string v = c.get_enum("compare", "", {"naive", "core_wide", "fi_snapshot", "fi_time", "fi_budget"});
+    cs.compare = v == "naive" ? P::Compare::kNaive : v == "core_wide" ? P::Compare::kCoreWide
+               : v == "fi_time" ? P::Compare::kFiTime : v == "fi_budget" ? P::Compare::kFiBudget : P::Compare::kFiSnapshot;
+  }
+  if (c.has("tie"))
+    cs.tie = c.get_enum("tie", "", {"prefer_max", "prefer_tagged"}) == "prefer_max" ? P::Tie::kPreferMax : P::Tie::kPreferTagged;
+  if (c.has("tick")) {
+    const std::string v = c.get_enum("tick", "", {"none", "full_slice", "half_slice"});
+    cs.tick = v == "none" ? P::Tick::kNone : v == "full_slice" ? P::Tick::kFullSlice : P::Tick::kHalfSlice;
+  }
+  cs.fi_slice = c.get_duration("fi_slice", cs.fi_slice, sim::us(100), sim::seconds(10));
+  cs.fi_allowance = c.get_duration("fi_allowance", cs.fi_allowance, sim::us(100), sim::seconds(10));
+  if (c.has("wake")) cs.wake_cookie_aware = c.get_enum("wake", "", {"cookie_blind", "cookie_aware"}) == "cookie_aware";
+  if (c.has("balance")) {
+    const std::string v = c.get_enum("balance", "", {"blind", "refuse", "hot"});
+    cs.balance = v == "blind" ? P::Balance::kBlind : v == "refuse" ? P::Balance::kRefuse : P::Balance::kHot;
+  }
+}
+
+// Cookies under core scheduling: per-vm (each VM its own, from 1; bare-metal groups one per
+// instance too), per-task (each bare-metal task its own as well), none (all 0); a group's
+// `cookie:` (0 = untagged) overrides it for every instance and task of the group.
+void assign_cookies(ScenarioSpec& s, const std::vector<std::int64_t>& override_of) {
+  if (!s.host.core_sched.enabled) return;
+  using P = hv::CoreSchedParams;
+  std::uint64_t next = 1;
+  for (std::size_t g = 0; g < s.groups.size(); ++g) {
+    for (hv::DomainSpec& d : s.groups[g].instances) {
+      d.cookies.clear();
+      if (override_of[g] >= 0) {
+        d.cookie = static_cast<std::uint64_t>(override_of[g]);
+      } else if (s.host.core_sched.cookies == P::Cookies::kNone) {
+        d.cookie = 0;
+      } else if (d.bare_metal && s.host.core_sched.cookies == P::Cookies::kPerTask) {
+        for (std::uint32_t i = 0; i < d.vcpus; ++i) d.cookies.push_back(next++);
+        d.cookie = d.cookies.front();
+      } else {
+        d.cookie = next++;
+      }
+    }
+  }
+}
+
 ScenarioSpec load_scenario(const YamlReader& root) {
   if (root.is_null()) root.fail("the scenario is empty");
   // sweep: and columns: belong to `vcpusim sweep` (app/sweep.h); a plain run uses the base.
@@ -316,9 +412,10 @@ ScenarioSpec load_scenario(const YamlReader& root) {
 
   if (root.has("host")) {
     const YamlReader h = root.at("host");
-    only_keys(h, {"smt", "scheduler", "core_scheduling", "context_switch", "migration", "smt_interference"});
+    only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "context_switch", "migration", "smt_interference"});
     s.host.smt = h.get_bool("smt", true);
-    h.get_enum("core_scheduling", "none", {"none"});
+    if (h.get_enum("core_scheduling", "none", {"none", "cookie"}) == "cookie") read_core_sched(h, s.host.core_sched);
+    else if (h.has("core_sched")) h.at("core_sched").fail("host.core_sched needs host.core_scheduling: cookie");
     read_exec(h, s.host.exec);
     if (h.has("scheduler")) {
       const YamlReader sch = h.at("scheduler");
@@ -348,20 +445,24 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     if (s.host.smt || topology.smt_mask(t).first() == t) usable.set(t);
 
   std::set<std::string> names;
+  std::vector<std::int64_t> cookie_override;  // per group: its `cookie:` (-1: none given)
   std::uint32_t vm_index = 0, entities = 0;
+  std::vector<std::uint32_t> placed(topology.num_nodes(), 0);  // vCPUs per node, for auto placement
   for (const char* key : {"vms", "baremetal"}) {
     if (!root.has(key)) continue;
     const YamlReader list = root.at(key);
     list.require_sequence();
     for (std::size_t i = 0; i < list.size(); ++i) {
-      GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index);
+      GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
       entities += g.count * g.vcpus;
+      cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       s.groups.push_back(std::move(g));
     }
   }
   if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
   if (entities > 1'000'000) root.fail("more than 1,000,000 vCPUs and tasks");
+  assign_cookies(s, cookie_override);
   return s;
 }
 

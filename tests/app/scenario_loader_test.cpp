@@ -123,3 +123,32 @@ TEST(ScenarioLoader, DurationsAndSizesParse) {
 }
 
 }  // namespace vcpusim::app
+
+namespace vcpusim::app {
+
+// libxl's automatic placement: with no soft affinity given, each VM goes to the node on which
+// the fewest vCPUs of earlier VMs can run (ties: the lowest), and both its memory and its soft
+// affinity follow that node. A 10-vCPU VM needs ceil(10/8) = 2 nodes on a 2x8-thread machine.
+TEST(ScenarioLoader, AutomaticPlacementSetsMemoryAndSoftAffinity) {
+  const ScenarioSpec s = load(
+      "topology: xeon-x5570-2s\nvms:\n"
+      "  - {name: a, count: 3, vcpus: 2, workload: {kind: sysbench-cpu}}\n"
+      "  - {name: big, vcpus: 10, workload: {kind: sysbench-cpu}}\n"
+      "  - {name: soft, vcpus: 2, affinity: {soft: 'node:1'}, workload: {kind: sysbench-cpu}}\n");
+  const auto& a = s.groups[0].instances;
+  EXPECT_DOUBLE_EQ(a[0].memory_on_node[0], 1.0);
+  EXPECT_DOUBLE_EQ(a[1].memory_on_node[1], 1.0);
+  EXPECT_DOUBLE_EQ(a[2].memory_on_node[0], 1.0);
+  EXPECT_EQ(a[1].soft[0], a[1].soft[1]);
+  EXPECT_EQ(a[1].soft[0].count(), 8u);
+  EXPECT_FALSE(a[1].soft[0].intersects(a[0].soft[0]));
+  EXPECT_EQ(a[0].hard[0].count(), 16u);  // hard affinity untouched
+  const auto& big = s.groups[1].instances[0];
+  EXPECT_DOUBLE_EQ(big.memory_on_node[0], 0.5);
+  EXPECT_EQ(big.soft[0].count(), 16u);
+  // An explicit soft affinity turns automatic placement off; memory follows the soft node.
+  const auto& soft = s.groups[2].instances[0];
+  EXPECT_DOUBLE_EQ(soft.memory_on_node[1], 1.0);
+}
+
+}  // namespace vcpusim::app
