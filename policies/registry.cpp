@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "policies/registry.h"
 
+#include "policies/cfs.h"
 #include "policies/credit2.h"
 #include "policies/round_robin.h"
 
@@ -12,6 +13,8 @@ const std::vector<PolicyInfo>& policies() {
        RoundRobin::param_specs(), &RoundRobin::make},
       {"credit2", "Xen credit2: credit by weight, runqueues per cpu|core|socket|node|all, ratelimit, caps, load balancing",
        Credit2::param_specs(), &Credit2::make},
+      {"cfs", "Linux CFS on a KVM host (5.x, pre-EEVDF): vruntime runqueues per pCPU, wake-up and tick preemption, idle/periodic/active balancing over SMT/MC/NUMA domains",
+       Cfs::param_specs(), &Cfs::make},
   };
   return table;
 }

@@ -1,0 +1,967 @@
+// SPDX-License-Identifier: MIT
+// Cfs: the model of the Linux Completely Fair Scheduler on a KVM host, where every vCPU is an
+// ordinary SCHED_OTHER host thread (a QEMU thread looping in KVM_RUN). It models the pre-EEVDF
+// CFS of the 5.x kernels that the published core-scheduling runs used (RFC v3-v5 on 5.1-5.5,
+// mainline 5.14), following kernel/sched/fair.c as of 5.6/5.7 (the tree read: 000619680c37) with
+// the 5.1-5.9 constants; EEVDF (6.6+) replaced most of this and is not mixed in. Function names
+// in comments are the kernel's; ../shared/reference/linux-core-scheduling.md (sections 1, 2.5, 4)
+// is the project's digest. This file is the runqueue and its accounting; cfs_balance.cpp holds the
+// scheduling domains, CPU selection (select_task_rq_fair) and load balancing.
+//
+// Design
+// ------
+// One runqueue per usable hardware thread (struct rq with its root cfs_rq; no group scheduling:
+// every vCPU is a task at the root). A runqueue orders its waiting entities by vruntime in a
+// timeline (cfs_timeline.h: an indexed binary heap, leftmost cached at the root, FIFO among equal
+// keys like the rbtree). The running entity is kept out of the timeline (set_next_entity) and put
+// back when switched out (put_prev_entity), so "leftmost" is always the best *waiting* entity.
+//
+// Weights and vruntime. A vCPU's CFS weight comes from Vcpu::weight (a VM's weight, default 256):
+// weights=linear (default) gives 1024 * weight / 256, so 256 is nice 0 = 1024 and 512 is twice
+// that, as cgroup cpu.shares (libvirt's <shares>) would; weights=nice snaps that to the nearest
+// sched_prio_to_weight entry (84 -> 336 -> 335 = nice 5). While it runs, an entity's vruntime
+// grows by delta * 1024 / weight (update_curr, calc_delta_fair); update_curr runs wherever the
+// kernel runs it: pick_next, put_prev, wake-up preemption checks, sleep, yield. A runqueue's
+// min_vruntime follows min(curr, leftmost) and never decreases (update_min_vruntime).
+//
+// Placement. A waking entity is placed at max(its vruntime, min_vruntime - latency/2)
+// (place_entity with GENTLE_FAIR_SLEEPERS): a long sleeper comes back half a latency behind the
+// pack, not arbitrarily far behind, so it cannot monopolise the CPU. Sleeping on a runqueue keeps
+// the absolute vruntime; waking on, or being balanced to, another runqueue re-bases it by the
+// difference of the two min_vruntimes (migrate_task_rq_fair, enqueue_entity's renorm). The first
+// wake-up is a fork (wake_up_new_task): the entity starts one virtual slice after min_vruntime
+// (place_entity(initial), START_DEBIT).
+//
+// Slices and tick preemption. sched_slice = period * weight / runqueue load, period = latency for
+// at most nr_latency runnable entities, else nr * min_granularity (__sched_period). The kernel
+// checks preemption at every tick (check_preempt_tick, only when the runqueue has more than one
+// entity): resched when the current ran more than its slice since it was picked, or, once it ran
+// min_granularity, when its vruntime leads the leftmost's by more than the slice (virtual against
+// wall time, as in the kernel). There is no tick event here: for the state at a pick, the policy
+// computes the earliest instant either rule holds and arms the Pick's slice to end at the first
+// tick (multiples of 1/hz, ticks aligned on every CPU) at or after it; at that slice end it
+// re-evaluates the rule exactly and either preempts or re-arms. A lone entity gets no slice end
+// at all. When an enqueue makes the due tick earlier (a shorter slice, a new leftmost), the pCPU is
+// tickled to re-arm it; a state change that makes it later is found at the armed tick. So the tick
+// shows only where it changes decisions: slices end on tick boundaries, never in between.
+//
+// Wake-up preemption (check_preempt_wakeup). A wakee preempts the current entity iff the
+// current's vruntime exceeds the wakee's by more than wakeup_granularity converted to the
+// *wakee's* virtual time (wakeup_preempt_entity, wakeup_gran). A preempting wakee becomes the next
+// buddy; with at least nr_latency entities the preempted one becomes the last buddy. The same check
+// runs for entities the balancer attaches (attach_task -> check_preempt_curr). An idle pCPU that
+// gets an entity is tickled.
+//
+// Picking (pick_next_task_fair -> pick_next_entity). pick_next() only chooses: when no reschedule
+// is pending and the armed tick has not come, it keeps the current entity. Otherwise it takes the
+// leftmost (or the current if it is further left), prefers the second if the leftmost is the skip
+// buddy and the second is within wakeup_gran of it, then the last buddy, then the next buddy,
+// each only within wakeup_gran (in the leftmost's units) of the leftmost. Choosing the current
+// entity again does not restart its slice (the CONFIG_FAIR_GROUP_SCHED path of 5.x skips
+// set_next_entity when prev == p). When nothing is runnable it chooses what newly-idle balancing
+// would pull. set_next() commits: it dequeues the chosen entity (it becomes cfs_rq->curr), clears
+// its buddy marks, moves a pulled or pushed entity between runqueues; put_prev() requeues the
+// previous one if still runnable.
+//
+// Yield. sched_yield (yield(v, kIdle)): if the runqueue has another entity, mark the yielder as
+// skip buddy and reschedule (yield_task_fair); no vruntime is charged. Directed yield (KVM's
+// kvm_vcpu_on_spin -> yield_to(target, preempt=true)): nothing if both runqueues hold one entity
+// (-ESRCH), or the target runs or is blocked; else the target becomes the next buddy on its
+// runqueue (resched'd if remote), the yielder the skip buddy, and the yielder's pCPU reschedules.
+//
+// Core scheduling priority (core_priority, Linux prio_less -> cfs_prio_less). naive: -vruntime,
+// the raw per-runqueue value the first RFC compared across siblings (meaningless across
+// runqueues: each has its own min_vruntime). core_wide: -(vruntime - min_vruntime of the entity's
+// runqueue), i.e. the lag behind its own runqueue's floor, compared across the core: the rule of
+// RFC v3 and of mainline 5.14's cfs_prio_less outside a forced-idle episode (its min_vruntime_fi
+// snapshot is refreshed at every comparison then). A core-wide base (a constant added to every
+// sibling's value) would not change any comparison, so none is added.
+//
+// Under core scheduling (hypervisor/core_sched.cpp, the dispatcher's mechanism) pick_next is
+// asked for every sibling and again with a cookie PickFilter: the filtered pick takes the best
+// entity of that cookie (the timeline is then scanned linearly; the kernel keeps a core_tree by
+// cookie), and a pCPU left with queued entities of other cookies only -- forced idle -- steals one
+// of the core's cookie from another runqueue (sched_core_balance / try_steal_cookie) instead of
+// newly-idle balancing, which only an empty runqueue does.
+//
+// CPU selection and load balancing are described in cfs_balance.cpp.
+//
+// Parameters (scenario key under host.scheduler; unit; default; Linux equivalent)
+// ----------
+//   latency              duration  6 ms    sysctl_sched_latency (normalized; scaled, below)
+//   min_granularity      duration  0.75 ms sysctl_sched_min_granularity (normalized; scaled)
+//   wakeup_granularity   duration  1 ms    sysctl_sched_wakeup_granularity (normalized; scaled)
+//   tunable_scaling      choice    log     sysctl_sched_tunable_scaling: none (x1), log
+//                                          (x 1 + ilog2(min(ncpus, 8))), linear (x min(ncpus, 8));
+//                                          ncpus = usable threads, so >= 8 threads give 24/3/4 ms
+//   migration_cost       duration  0.5 ms  sysctl_sched_migration_cost (task_hot, newidle gate)
+//   nr_migrate           integer   32      sysctl_sched_nr_migrate
+//   hz                   integer   250     CONFIG_HZ (tick = 4 ms): tick preemption, balancing
+//   busy_factor          integer   32      sd->busy_factor (5.1-5.9; 16 from 5.10)
+//   reclaim_distance     integer   30      node_reclaim_distance (RECLAIM_DISTANCE; 32 on AMD Zen)
+//   weights              choice    linear  how Vcpu::weight maps to load.weight: linear
+//                                          (1024*w/256, cpu.shares) or nice (nearest nice level)
+//   gentle_fair_sleepers choice    on      sched_feat GENTLE_FAIR_SLEEPERS (off: full latency credit)
+//   wakeup_preemption    choice    on      sched_feat WAKEUP_PREEMPTION
+// sched_nr_latency = DIV_ROUND_UP(latency, min_granularity) = 8 with the defaults.
+//
+// Invariants
+// ----------
+// - An entity is on at most one runqueue (on_rq), and while on_rq it is either that runqueue's
+//   curr or in its timeline, never both; nr_running and load count exactly the on_rq entities.
+// - Entities are only ever on runqueues of pCPUs in their hard affinity: pick_cpu returns such a
+//   pCPU and every migration (newly-idle pull, periodic pull, active push) checks it first
+//   (can_migrate_task); so every pick is inside hard affinity, and inside the PickFilter.
+// - min_vruntime never decreases. Buddy marks name on_rq entities of their own runqueue only:
+//   they are cleared when that entity is dequeued or picked.
+// - pick_next changes no runqueue membership (it updates the current entity's vruntime, as
+//   update_curr does); set_next and put_prev commit.
+// - Per event the work is O(log n) in one runqueue plus bitset operations over the machine's
+//   idle masks; only balancing walks CPUs: newly-idle balancing the domains that hold an
+//   overloaded runqueue, periodic balancing one domain level per due interval.
+//
+// Not modelled
+// ------------
+// - Group scheduling (CONFIG_FAIR_GROUP_SCHED): libvirt's machine.slice / VM / vcpuN cgroup levels,
+//   their per-level min_vruntime, share splitting and hierarchical buddies. Every vCPU is a task at
+//   the root with its own weight.
+// - PELT: balancing reads instantaneous runqueue loads (sum of runnable weights) and counts a busy
+//   CPU as fully utilised (see cfs_balance.cpp).
+// - RT/deadline classes, SCHED_BATCH/IDLE, CFS bandwidth control, NUMA balancing (task_numa_fault),
+//   ALT_PERIOD/BASE_SLICE (5.13+), sched_child_runs_first, HRTICK, nohz_full. Core scheduling's
+//   cross-sibling comparison variants (min_vruntime_fi snapshots, forced-idle credit) belong to
+//   the dispatcher's mechanism, which builds them from core_priority().
+// - MODEL: vruntime and min_vruntime are signed 64-bit ns starting at 0 (the kernel uses u64 with
+//   wrap-safe comparisons, starting min_vruntime at -2^20 to exercise the wrap).
+// - MODEL: the fork parent's vruntime is taken to be the runqueue's min_vruntime.
+// - MODEL: calc_delta_fair divides exactly (the kernel multiplies by a 32-bit inverse weight).
+//
+// References
+// ----------
+// torvalds/linux kernel/sched/fair.c: update_curr, calc_delta_fair, __calc_delta,
+// update_min_vruntime, __sched_period, sched_slice, sched_vslice, place_entity, enqueue_entity,
+// dequeue_entity, set_next_entity, put_prev_entity, check_preempt_tick, entity_tick,
+// check_preempt_wakeup, wakeup_preempt_entity, wakeup_gran, pick_next_entity,
+// pick_next_task_fair, yield_task_fair, yield_to_task_fair, migrate_task_rq_fair,
+// get_update_sysctl_factor, update_sysctl, prio_less/cfs_prio_less (5.14); kernel/sched/core.c:
+// sched_prio_to_weight, yield_to, ttwu_do_wakeup (avg_idle); kernel/sched/features.h.
+#include "policies/cfs.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <ostream>
+
+namespace vcpusim::policy {
+
+using namespace cfs;  // NOLINT: this file is cfs
+using hv::kIdle;
+using hv::kNoPcpu;
+using hv::PcpuId;
+using hv::VcpuId;
+
+// ----------------------------------------------------------------------------------------------
+// Construction and parameters.
+
+Cfs::Cfs(Config c) : cfg_(c) {}
+
+std::vector<ParamSpec> Cfs::param_specs() {
+  using K = ParamSpec::Kind;
+  return {
+      {"latency", K::kDuration, static_cast<double>(kLatency), 100e3, 1e9, {},
+       "targeted preemption latency before scaling (sysctl_sched_latency, default 6 ms)"},
+      {"min_granularity", K::kDuration, static_cast<double>(kMinGranularity), 100e3, 1e9, {},
+       "least run time before tick preemption, before scaling (sysctl_sched_min_granularity, 0.75 ms)"},
+      {"wakeup_granularity", K::kDuration, static_cast<double>(kWakeupGranularity), 0, 1e9, {},
+       "vruntime lead a wakee needs to preempt, before scaling (sysctl_sched_wakeup_granularity, 1 ms)"},
+      {"tunable_scaling", K::kChoice, 1, 0, 2, {"none", "log", "linear"},
+       "growth of the three granularities with CPUs (sysctl_sched_tunable_scaling, default log)"},
+      {"migration_cost", K::kDuration, static_cast<double>(kMigrationCost), 0, 1e9, {},
+       "cache-hot window and newly-idle gate (sysctl_sched_migration_cost, default 0.5 ms)"},
+      {"nr_migrate", K::kInt, kNrMigrate, 1, 4096, {},
+       "most tasks one balance pass examines (sysctl_sched_nr_migrate, default 32)"},
+      {"hz", K::kInt, kDefaultHz, 100, 1000, {}, "tick rate (CONFIG_HZ, default 250 = 4 ms)"},
+      {"busy_factor", K::kInt, kBusyFactor, 1, 1024, {},
+       "balance-interval multiplier on busy CPUs (sd->busy_factor, 32 in 5.1-5.9)"},
+      {"reclaim_distance", K::kInt, kReclaimDistance, 10, 255, {},
+       "NUMA distance beyond which forks are not balanced (node_reclaim_distance, 30; 32 on AMD Zen)"},
+      {"weights", K::kChoice, 0, 0, 1, {"linear", "nice"},
+       "Vcpu weight to load.weight: 1024*w/256 (cpu.shares) or the nearest nice level"},
+      {"gentle_fair_sleepers", K::kChoice, 1, 0, 1, {"off", "on"},
+       "sleeper credit is half the latency (sched_feat GENTLE_FAIR_SLEEPERS, default on)"},
+      {"wakeup_preemption", K::kChoice, 1, 0, 1, {"off", "on"},
+       "wake-ups may preempt (sched_feat WAKEUP_PREEMPTION, default on)"},
+  };
+}
+
+std::unique_ptr<hv::SchedulerPolicy> Cfs::make(const ParamValues& v) {
+  Config c;
+  c.latency = static_cast<sim::Duration>(v.get("latency", static_cast<double>(kLatency)));
+  c.min_granularity = static_cast<sim::Duration>(v.get("min_granularity", static_cast<double>(kMinGranularity)));
+  c.wakeup_granularity =
+      static_cast<sim::Duration>(v.get("wakeup_granularity", static_cast<double>(kWakeupGranularity)));
+  c.scaling = static_cast<TunableScaling>(static_cast<int>(v.get("tunable_scaling", 1)));
+  c.migration_cost = static_cast<sim::Duration>(v.get("migration_cost", static_cast<double>(kMigrationCost)));
+  c.nr_migrate = static_cast<std::uint32_t>(v.get("nr_migrate", kNrMigrate));
+  c.hz = static_cast<std::uint32_t>(v.get("hz", kDefaultHz));
+  c.busy_factor = static_cast<std::uint32_t>(v.get("busy_factor", kBusyFactor));
+  c.reclaim_distance = static_cast<std::uint32_t>(v.get("reclaim_distance", kReclaimDistance));
+  c.weights = static_cast<WeightMap>(static_cast<int>(v.get("weights", 0)));
+  c.gentle_fair_sleepers = v.get("gentle_fair_sleepers", 1) != 0;
+  c.wakeup_preemption = v.get("wakeup_preemption", 1) != 0;
+  return std::make_unique<Cfs>(c);
+}
+
+void Cfs::attach(const hv::SchedContext& ctx) {
+  hv_ = &ctx.hv;
+  act_ = &ctx.act;
+  const topo::Topology& topo = hv_->topology();
+  const std::uint32_t np = topo.num_threads();
+  const std::uint32_t nv = hv_->num_vcpus();
+  usable_ = hv_->usable_pcpus();
+  const std::uint32_t ncpus = std::max(1u, usable_.count());
+
+  // get_update_sysctl_factor() + update_sysctl(): the granularities grow with the CPU count.
+  const std::uint32_t capped = std::min(ncpus, 8u);
+  std::uint32_t factor = 1;
+  if (cfg_.scaling == TunableScaling::kLog) factor = 1 + static_cast<std::uint32_t>(std::bit_width(capped) - 1);
+  else if (cfg_.scaling == TunableScaling::kLinear) factor = capped;
+  latency_ = cfg_.latency * factor;
+  min_gran_ = std::max<sim::Duration>(1, cfg_.min_granularity * factor);
+  wakeup_gran_ = cfg_.wakeup_granularity * factor;
+  // sched_proc_update_handler(): sched_nr_latency = DIV_ROUND_UP(latency, min_granularity).
+  nr_latency_ = static_cast<std::uint32_t>(std::max<sim::Duration>(1, (latency_ + min_gran_ - 1) / min_gran_));
+  jiffy_ = sim::seconds(1) / std::max(1u, cfg_.hz);
+  // update_max_interval(): max_load_balance_interval = HZ * num_online_cpus() / 10 jiffies.
+  max_lb_interval_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(cfg_.hz) * ncpus / 10);
+
+  ents_.assign(nv, Entity{});
+  heap_pos_.assign(nv, Timeline::kNotQueued);
+  allowed_cores_.assign(nv, topo::CpuSet{});
+  rqs_.clear();
+  rqs_.resize(np);
+  // Each timeline grows to its largest queue once; reserve twice the average share up front.
+  const std::size_t per_rq = std::min<std::size_t>(nv, 2 * ((nv + ncpus - 1) / ncpus) + 8);
+  for (Runqueue& rq : rqs_) {
+    rq.timeline.bind(&heap_pos_);
+    rq.timeline.reserve(per_rq);
+    rq.avg_idle = 2 * cfg_.migration_cost;  // sched_init(): rq->avg_idle = 2*sysctl_sched_migration_cost
+  }
+  decision_.assign(np, Decision{});
+  idle_ = usable_;
+  overloaded_.clear();
+  idle_cores_.clear();
+  usable_.for_each([&](PcpuId p) { idle_cores_.set(topo.core_of(p)); });
+  build_domains();
+
+  // The periodic balance timers (one per usable CPU, TimerId = pCPU), first due one interval in.
+  usable_.for_each([&](PcpuId p) {
+    std::int64_t next = std::numeric_limits<std::int64_t>::max();
+    for (std::uint32_t l = 0; l < levels_.size(); ++l)
+      next = std::min(next, dom(p, l).last_balance + balance_interval_jiffies(dom(p, l), false));
+    if (!levels_.empty()) arm_balance(p, next);
+  });
+}
+
+void Cfs::insert_vcpu(VcpuId v) {
+  if (v >= ents_.size()) {
+    ents_.resize(v + 1);
+    heap_pos_.resize(v + 1, Timeline::kNotQueued);
+    allowed_cores_.resize(v + 1);
+  }
+  const hv::Vcpu& vc = hv_->vcpu(v);
+  const double linear = static_cast<double>(kNice0Load) * vc.weight / kVcpuWeightNice0;
+  std::uint64_t w = static_cast<std::uint64_t>(kNice0Load) * vc.weight / kVcpuWeightNice0;
+  if (cfg_.weights == WeightMap::kNice && linear > 0) {
+    // The nice level whose weight is nearest on a log scale (each level is a ~1.25x step).
+    double best = 1e300;
+    for (std::uint32_t i = 0; i < 40; ++i) {
+      const double d = std::fabs(std::log(kPrioToWeight[i] / linear));
+      if (d < best) {
+        best = d;
+        w = kPrioToWeight[i];
+      }
+    }
+  }
+  ents_[v].weight = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(w, kMinWeight, kMaxWeight));
+  const topo::Topology& topo = hv_->topology();
+  topo::CpuSet cores;
+  (vc.hard & usable_).for_each([&](PcpuId p) { cores.set(topo.core_of(p)); });
+  allowed_cores_[v] = cores;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Accounting: vruntime, min_vruntime, slices.
+
+std::int64_t Cfs::calc_delta_fair(sim::Duration delta, std::uint32_t weight) const {
+  if (weight == kNice0Load) return delta;
+  return delta * static_cast<std::int64_t>(kNice0Load) / static_cast<std::int64_t>(weight);
+}
+
+sim::Duration Cfs::sched_period(std::uint32_t nr) const {
+  // __sched_period(): stretch the period when more than sched_nr_latency tasks share it.
+  if (nr > nr_latency_) return static_cast<sim::Duration>(nr) * min_gran_;
+  return latency_;
+}
+
+sim::Duration Cfs::slice_of(std::uint32_t nr, std::uint64_t load, std::uint32_t weight) const {
+  // sched_slice(): the entity's weighted share of the period (load includes the entity).
+  if (load == 0) return sched_period(nr);
+  // Weights are clamped to 2^20, so period * weight stays far below 2^63.
+  return static_cast<sim::Duration>(static_cast<std::uint64_t>(sched_period(nr)) * weight / load);
+}
+
+sim::Duration Cfs::sched_slice(VcpuId v) const {
+  const Entity& e = ents_[v];
+  if (e.on_rq) return slice_of(rqs_[e.rq].nr_running, rqs_[e.rq].load, e.weight);
+  const PcpuId r = e.last_rq != kNoPcpu ? e.last_rq : usable_.first();
+  return slice_of(rqs_[r].nr_running + 1, rqs_[r].load + e.weight, e.weight);
+}
+
+int Cfs::wakeup_preempt_entity(VcpuId curr, VcpuId se) const {
+  // "Should 'se' preempt 'curr'": -1 if se is not behind, 1 if behind by more than the
+  // granularity in se's virtual time, else 0.
+  const std::int64_t vdiff = ents_[curr].vruntime - ents_[se].vruntime;
+  if (vdiff <= 0) return -1;
+  return vdiff > wakeup_gran(se) ? 1 : 0;
+}
+
+void Cfs::update_curr(PcpuId p, sim::Time now) {
+  Runqueue& rq = rqs_[p];
+  if (rq.curr == kNil) return;
+  Entity& e = ents_[rq.curr];
+  const sim::Duration delta = now - e.exec_start;
+  if (delta <= 0) return;
+  e.exec_start = now;
+  e.sum_exec += delta;
+  e.vruntime += calc_delta_fair(delta, e.weight);
+  update_min_vruntime(p);
+}
+
+void Cfs::update_min_vruntime(PcpuId p) {
+  Runqueue& rq = rqs_[p];
+  std::int64_t v = rq.min_vruntime;
+  bool have = false;
+  if (rq.curr != kNil && ents_[rq.curr].on_rq) {
+    v = ents_[rq.curr].vruntime;
+    have = true;
+  }
+  if (!rq.timeline.empty()) {
+    const std::int64_t lv = rq.timeline.slot(0).vruntime;
+    v = have ? std::min(v, lv) : lv;
+  }
+  rq.min_vruntime = std::max(rq.min_vruntime, v);  // "ensure we never gain time by being placed backwards"
+}
+
+void Cfs::set_nr_running(PcpuId p, std::uint32_t nr) {
+  Runqueue& rq = rqs_[p];
+  const std::uint32_t old = rq.nr_running;
+  rq.nr_running = nr;
+  if (nr >= 2) overloaded_.set(p);
+  else overloaded_.reset(p);
+  const topo::Topology& topo = hv_->topology();
+  if (old == 0 && nr > 0) {
+    idle_.reset(p);
+    idle_cores_.reset(topo.core_of(p));
+  } else if (old > 0 && nr == 0) {
+    idle_.set(p);
+    if ((topo.smt_mask(p) & usable_).subset_of(idle_)) idle_cores_.set(topo.core_of(p));
+  }
+}
+
+void Cfs::lru_push_front(PcpuId p, VcpuId v) {
+  Runqueue& rq = rqs_[p];
+  Entity& e = ents_[v];
+  e.lru_prev = kNil;
+  e.lru_next = rq.lru_head;
+  if (rq.lru_head != kNil) ents_[rq.lru_head].lru_prev = v;
+  else rq.lru_tail = v;
+  rq.lru_head = v;
+}
+
+void Cfs::lru_unlink(PcpuId p, VcpuId v) {
+  Runqueue& rq = rqs_[p];
+  Entity& e = ents_[v];
+  if (e.lru_prev != kNil) ents_[e.lru_prev].lru_next = e.lru_next;
+  else rq.lru_head = e.lru_next;
+  if (e.lru_next != kNil) ents_[e.lru_next].lru_prev = e.lru_prev;
+  else rq.lru_tail = e.lru_prev;
+  e.lru_prev = e.lru_next = kNil;
+}
+
+void Cfs::account_enqueue(PcpuId p, VcpuId v) {
+  // account_entity_enqueue(): load, nr_running, and the head of rq->cfs_tasks.
+  Entity& e = ents_[v];
+  e.on_rq = true;
+  e.rq = p;
+  for (std::uint32_t sp : spans_with_[p]) {
+    SpanSums& su = sums_[sp];
+    su.idle -= rqs_[p].nr_running == 0 ? 1 : 0;
+    ++su.nr;
+    su.load += e.weight;
+  }
+  rqs_[p].load += e.weight;
+  set_nr_running(p, rqs_[p].nr_running + 1);
+  lru_push_front(p, v);
+}
+
+void Cfs::account_dequeue(PcpuId p, VcpuId v) {
+  Entity& e = ents_[v];
+  e.on_rq = false;
+  e.last_rq = p;
+  for (std::uint32_t sp : spans_with_[p]) {
+    SpanSums& su = sums_[sp];
+    su.idle += rqs_[p].nr_running == 1 ? 1 : 0;
+    --su.nr;
+    su.load -= e.weight;
+  }
+  rqs_[p].load -= e.weight;
+  set_nr_running(p, rqs_[p].nr_running - 1);
+  lru_unlink(p, v);
+}
+
+void Cfs::clear_buddies(PcpuId p, VcpuId v) {
+  Runqueue& rq = rqs_[p];
+  if (rq.last == v) rq.last = kNil;
+  if (rq.next == v) rq.next = kNil;
+  if (rq.skip == v) rq.skip = kNil;
+}
+
+VcpuId Cfs::running_curr(PcpuId p) const {
+  const VcpuId c = rqs_[p].curr;
+  return c != kNil && ents_[c].on_rq ? c : kNil;
+}
+
+// ----------------------------------------------------------------------------------------------
+// The timeline: leftmost, second, buddies.
+
+VcpuId Cfs::tree_best_except(PcpuId p, VcpuId a, VcpuId b) const {
+  // The 3 smallest entries of a binary heap lie in its first 7 slots, so with at most two
+  // exclusions the best remaining entry is among them.
+  const Timeline& t = rqs_[p].timeline;
+  const std::uint32_t n = std::min<std::uint32_t>(t.size(), 7);
+  const Timeline::Slot* best = nullptr;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Timeline::Slot& s = t.slot(i);
+    if (s.v == a || s.v == b) continue;
+    if (!best || Timeline::less(s, *best)) best = &s;
+  }
+  return best ? best->v : kNil;
+}
+
+VcpuId Cfs::tree_best_filtered(PcpuId p, VcpuId exclude, const hv::PickFilter& f) const {
+  if (!f.match_cookie) return tree_best_except(p, exclude, kNil);
+  // MODEL: under core scheduling's cookie filter the timeline is scanned linearly (the kernel
+  // keeps a separate core_tree by cookie); only the dispatcher's core-wide pick filters.
+  const Timeline& t = rqs_[p].timeline;
+  const Timeline::Slot* best = nullptr;
+  for (std::uint32_t i = 0; i < t.size(); ++i) {
+    const Timeline::Slot& s = t.slot(i);
+    if (s.v == exclude || !f.allows(hv_->vcpu(s.v))) continue;
+    if (!best || Timeline::less(s, *best)) best = &s;
+  }
+  return best ? best->v : kNil;
+}
+
+VcpuId Cfs::tree_second(PcpuId p, VcpuId first, VcpuId exclude, const hv::PickFilter& f) const {
+  // __pick_next_entity(first): `first` is the best allowed entry, so the next one in timeline
+  // order is the best of the rest.
+  if (!f.match_cookie) return tree_best_except(p, first, exclude);
+  const Timeline& t = rqs_[p].timeline;
+  const Timeline::Slot* best = nullptr;
+  for (std::uint32_t i = 0; i < t.size(); ++i) {
+    const Timeline::Slot& s = t.slot(i);
+    if (s.v == first || s.v == exclude || !f.allows(hv_->vcpu(s.v))) continue;
+    if (!best || Timeline::less(s, *best)) best = &s;
+  }
+  return best ? best->v : kNil;
+}
+
+VcpuId Cfs::pick_next_entity(PcpuId p, VcpuId curr, VcpuId exclude, const hv::PickFilter& f) const {
+  const Runqueue& rq = rqs_[p];
+  const auto before = [&](VcpuId a, VcpuId b) { return ents_[a].vruntime < ents_[b].vruntime; };  // entity_before
+  // A buddy counts only if it is still a candidate here: the current entity (if it is one) or
+  // queued in this timeline, not excluded, and allowed by the filter.
+  const auto candidate = [&](VcpuId b) {
+    if (b == kNil || b == exclude || !f.allows(hv_->vcpu(b))) return false;
+    if (b == rq.curr) return b == curr;
+    return ents_[b].on_rq && ents_[b].rq == p;
+  };
+  VcpuId left = tree_best_filtered(p, exclude, f);
+  // "If curr is set we have to see if its left of the leftmost entity still in the tree".
+  if (left == kNil || (curr != kNil && before(curr, left))) left = curr;
+  if (left == kNil) return kNil;
+  VcpuId se = left;  // ideally we run the leftmost entity
+  // Avoid running the skip buddy, if running something else can be done without getting too unfair.
+  if (rq.skip == se) {
+    VcpuId second;
+    if (se == curr) {
+      second = tree_best_filtered(p, exclude, f);
+    } else {
+      second = tree_second(p, se, exclude, f);
+      if (second == kNil || (curr != kNil && before(curr, second))) second = curr;
+    }
+    if (second != kNil && wakeup_preempt_entity(second, left) < 1) se = second;
+  }
+  // Prefer last buddy, try to return the CPU to a preempted task.
+  if (candidate(rq.last) && wakeup_preempt_entity(rq.last, left) < 1) se = rq.last;
+  // Someone really wants this to run. If it's not unfair, run it.
+  if (candidate(rq.next) && wakeup_preempt_entity(rq.next, left) < 1) se = rq.next;
+  return se;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Tick preemption, modelled at the ticks where it can fire.
+
+bool Cfs::tick_preempts(PcpuId p, bool& ran_past_slice) const {
+  // entity_tick() -> check_preempt_tick(), only with more than one runnable entity.
+  const Runqueue& rq = rqs_[p];
+  ran_past_slice = false;
+  if (rq.nr_running <= 1 || rq.curr == kNil) return false;
+  const Entity& e = ents_[rq.curr];
+  const sim::Duration ideal = slice_of(rq.nr_running, rq.load, e.weight);
+  const sim::Duration ran = e.sum_exec - e.prev_sum_exec;
+  if (ran > ideal) {
+    ran_past_slice = true;
+    return true;
+  }
+  // "Ensure that a task that missed wakeup preemption by a narrow margin doesn't have to wait
+  // for a full slice."
+  if (ran < min_gran_) return false;
+  if (rq.timeline.empty()) return false;
+  const std::int64_t delta = e.vruntime - rq.timeline.slot(0).vruntime;
+  if (delta < 0) return false;
+  return delta > ideal;
+}
+
+sim::Time Cfs::preempt_due(sim::Time now, std::uint32_t nr, std::uint64_t load, std::uint32_t weight,
+                           sim::Duration ran, bool has_left, std::int64_t lead) const {
+  if (nr <= 1) return sim::kNever;
+  const sim::Duration ideal = slice_of(nr, load, weight);
+  // Rule 1: ran > ideal.
+  sim::Time t = now + std::max<sim::Duration>(0, ideal - ran + 1);
+  if (has_left) {
+    // Rule 2: ran >= min_granularity and the vruntime lead over the leftmost > ideal; the lead
+    // grows by calc_delta_fair(dt), so it needs ceil(gap * weight / 1024) more ns of running.
+    // (Clamped at 2^40 ns, ~18 min, so that gap * weight fits in 64 bits.)
+    const std::int64_t gap = std::min<std::int64_t>(ideal - lead + 1, std::int64_t{1} << 40);
+    sim::Duration dt = 0;
+    if (gap > 0)
+      dt = (gap * static_cast<std::int64_t>(weight) + kNice0Load - 1) / kNice0Load;
+    dt = std::max(dt, min_gran_ - ran);
+    t = std::min(t, now + std::max<sim::Duration>(0, dt));
+  }
+  return t;
+}
+
+sim::Time Cfs::next_tick_at_or_after(sim::Time t, sim::Time now) const {
+  if (t == sim::kNever) return sim::kNever;
+  sim::Time tick = (t + jiffy_ - 1) / jiffy_ * jiffy_;
+  if (tick <= now) tick = (now / jiffy_ + 1) * jiffy_;
+  return tick;
+}
+
+sim::Duration Cfs::keep_slice(PcpuId p, sim::Time now) const {
+  // The slice end to arm for the current entity as things stand: the first tick at which
+  // check_preempt_tick would resched it (0: none, it is alone).
+  const Runqueue& rq = rqs_[p];
+  const Entity& e = ents_[rq.curr];
+  const bool has_left = !rq.timeline.empty();
+  const std::int64_t lead = has_left ? e.vruntime - rq.timeline.slot(0).vruntime : 0;
+  const sim::Time due = next_tick_at_or_after(
+      preempt_due(now, rq.nr_running, rq.load, e.weight, e.sum_exec - e.prev_sum_exec, has_left, lead), now);
+  return due == sim::kNever ? 0 : due - now;
+}
+
+void Cfs::maybe_rearm(PcpuId p, sim::Time now) {
+  // An enqueue can shorten the current slice (more entities, a new leftmost): if the tick at
+  // which the current entity is now due comes before the armed one, have the pCPU re-pick so
+  // the new end is armed (the kernel would see it at that tick).
+  Runqueue& rq = rqs_[p];
+  if (running_curr(p) == kNil || rq.need_resched) return;
+  const sim::Duration s = keep_slice(p, now);
+  if (s > 0 && now + s < rq.armed_end) act_->tickle(p);
+}
+
+void Cfs::check_preempt_curr(PcpuId p, VcpuId v, sim::Time now) {
+  // check_preempt_wakeup(), also reached from attach_task() for balanced entities.
+  Runqueue& rq = rqs_[p];
+  const VcpuId curr = running_curr(p);
+  if (curr == kNil) {  // resched_curr() of an idle CPU
+    act_->tickle(p);
+    return;
+  }
+  if (curr == v || rq.need_resched) return;
+  const bool scale = rq.nr_running >= nr_latency_;
+  if (cfg_.wakeup_preemption) {
+    update_curr(p, now);
+    if (wakeup_preempt_entity(curr, v) == 1) {
+      rq.next = v;  // "Bias pick_next to pick the sched entity that is triggering this preemption"
+      rq.need_resched = true;
+      ++wakeup_preemptions_;
+      if (scale) rq.last = curr;  // LAST_BUDDY, only with nr_running >= sched_nr_latency
+      act_->tickle(p);
+      return;
+    }
+  }
+  maybe_rearm(p, now);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Hooks: wake, sleep, yield.
+
+void Cfs::wake(VcpuId v, sim::Time now) {
+  const PcpuId p = hv_->vcpu(v).pcpu;
+  Entity& e = ents_[v];
+  Runqueue& rq = rqs_[p];
+  update_curr(p, now);
+  if (!e.forked) {
+    // wake_up_new_task(): task_fork_fair() + place_entity(initial): START_DEBIT puts a new task
+    // one virtual slice (sched_vslice, as if already queued) after min_vruntime.
+    e.forked = true;
+    const sim::Duration slice = slice_of(rq.nr_running + 1, rq.load + e.weight, e.weight);
+    e.vruntime = rq.min_vruntime + calc_delta_fair(slice, e.weight);
+  } else {
+    if (e.last_rq != kNoPcpu && e.last_rq != p) {
+      // migrate_task_rq_fair() (TASK_WAKING) subtracts the old min_vruntime, enqueue_entity()
+      // (ENQUEUE_MIGRATED) adds the new one; the task is no longer cache hot. (The old
+      // runqueue's clock is brought up to date first, as its tick would have kept it.)
+      update_curr(e.last_rq, now);
+      e.vruntime += rq.min_vruntime - rqs_[e.last_rq].min_vruntime;
+      e.exec_start = kLongAgo;
+      ++wake_migrations_;
+    }
+    // place_entity(initial = 0): an entity within latency/2 of min_vruntime keeps its vruntime
+    // (no gain from a short sleep); one further behind comes back at most latency/2
+    // (GENTLE_FAIR_SLEEPERS; a full latency without it) behind min_vruntime.
+    const sim::Duration thresh = cfg_.gentle_fair_sleepers ? latency_ / 2 : latency_;
+    e.vruntime = std::max(e.vruntime, rq.min_vruntime - thresh);
+  }
+  account_enqueue(p, v);
+  rq.timeline.insert(v, e.vruntime);
+  // ttwu_do_wakeup(): the idle period this wake-up ends feeds rq->avg_idle (update_avg, 1/8),
+  // capped at 2 * max_idle_balance_cost (MODEL: balancing costs no time, so that is
+  // 2 * migration_cost).
+  if (rq.idle_stamp != kNoStamp) {
+    const sim::Duration delta = now - rq.idle_stamp;
+    rq.avg_idle += (delta - rq.avg_idle) / 8;
+    rq.avg_idle = std::min(rq.avg_idle, 2 * cfg_.migration_cost);
+    rq.idle_stamp = kNoStamp;
+  }
+  check_preempt_curr(p, v, now);
+}
+
+void Cfs::sleep(VcpuId v, sim::Time now) {
+  // dequeue_entity(DEQUEUE_SLEEP): the absolute vruntime is kept for place_entity at wake-up.
+  Entity& e = ents_[v];
+  if (!e.on_rq) return;
+  const PcpuId p = e.rq;
+  update_curr(p, now);
+  clear_buddies(p, v);
+  if (rqs_[p].curr != v) rqs_[p].timeline.erase(v);
+  account_dequeue(p, v);
+  update_min_vruntime(p);
+}
+
+void Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
+  Entity& e = ents_[v];
+  if (!e.on_rq || rqs_[e.rq].curr != v) return;
+  const PcpuId p = e.rq;
+  Runqueue& rq = rqs_[p];
+  const auto yield_task_fair = [&] {
+    if (rq.nr_running == 1) return;  // "Are we the only task in the tree?"
+    clear_buddies(p, v);
+    update_curr(p, now);
+    rq.skip = v;
+  };
+  if (to == kIdle || to >= ents_.size() || to == v) {
+    yield_task_fair();  // sched_yield()
+    if (rq.nr_running > 1) rq.need_resched = true;
+    return;
+  }
+  // yield_to(p, preempt = true), as kvm_vcpu_yield_to() calls it.
+  const Entity& t = ents_[to];
+  const PcpuId tp = t.on_rq ? t.rq : t.last_rq;
+  if (rq.nr_running == 1 && tp != kNoPcpu && rqs_[tp].nr_running == 1) return;  // -ESRCH
+  if (!t.on_rq || rqs_[tp].curr == to) return;  // blocked (p->state) or running: nothing
+  rqs_[tp].next = to;  // yield_to_task_fair(): set_next_buddy(target)
+  yield_task_fair();
+  if (tp != p) {
+    rqs_[tp].need_resched = true;  // resched_curr(p_rq), preempt = true
+    act_->tickle(tp);
+  }
+  rq.need_resched = true;  // yielded > 0: schedule()
+}
+
+// ----------------------------------------------------------------------------------------------
+// Hooks: pick, commit.
+
+hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
+  Runqueue& rq = rqs_[p];
+  Decision d;
+  update_curr(p, now);
+  const VcpuId curr = running_curr(p);
+  d.prev = curr;
+  const bool curr_ok = curr != kNil && f.allows(hv_->vcpu(curr));
+  bool resched = rq.need_resched || (curr != kNil && !curr_ok);
+  if (rq.active_balance) {
+    // The stopper (active_load_balance_cpu_stop) runs here first and pushes one entity, from the
+    // cold end of cfs_tasks, to push_cpu; the push itself happens at commit.
+    d.active_done = true;
+    d.push = push_candidate(p);
+    if (d.push != kNil && d.push == curr) resched = true;
+  }
+  if (curr_ok && !resched && now >= rq.armed_end) {
+    bool past = false;
+    if (tick_preempts(p, past)) {
+      resched = true;
+      d.tick = true;
+      d.clear_curr_buddies = past;
+    }
+  }
+  VcpuId se = kNil;
+  if (curr_ok && !resched) {
+    se = curr;
+    d.keep = true;
+  } else {
+    se = pick_next_entity(p, curr_ok && curr != d.push ? curr : kNil, d.push, f);
+    d.keep = se != kNil && se == curr;
+    d.picked = se != kNil;
+    if (se == kNil) {
+      // Nothing runnable here for this pick. An empty runqueue balances newly idle
+      // (balance_fair -> newidle_balance; under a cookie filter only a matching entity can be
+      // used). A runqueue that holds entities the cookie filter refuses is core scheduling's
+      // forced idle: sched_core_balance steals an entity of the core's cookie instead.
+      VcpuId pulled = kNil;
+      PcpuId src = kNoPcpu;
+      const bool forced_idle = rq.nr_running > (d.push != kNil && ents_[d.push].rq == p ? 1u : 0u);
+      if (!forced_idle && newidle_choose(p, f, pulled, src)) {
+        se = pulled;
+        d.pull_from = src;
+      } else if (forced_idle && (pulled = steal_cookie(p, f, src)) != kNil) {
+        se = pulled;
+        d.pull_from = src;
+        d.steal = true;
+      }
+    }
+  }
+  d.vcpu = se;
+  if (se != kNil) {
+    // The slice to arm, for the state the commit will create: se running, the previous entity
+    // requeued (unless it blocked or is pushed), a pushed entity gone, a pulled one added.
+    const Entity& e = ents_[se];
+    std::uint32_t nr = rq.nr_running;
+    std::uint64_t load = rq.load;
+    const bool push_here = d.push != kNil && ents_[d.push].on_rq && ents_[d.push].rq == p;
+    if (push_here) {
+      --nr;
+      load -= ents_[d.push].weight;
+    }
+    std::int64_t v = e.vruntime;
+    if (d.pull_from != kNoPcpu) {
+      ++nr;
+      load += e.weight;
+      v += rq.min_vruntime - rqs_[d.pull_from].min_vruntime;
+    }
+    VcpuId left = tree_best_except(p, se, d.push);
+    bool has_left = left != kNil;
+    std::int64_t left_v = has_left ? ents_[left].vruntime : 0;
+    if (curr != kNil && curr != se && curr != d.push && (!has_left || ents_[curr].vruntime < left_v)) {
+      has_left = true;
+      left_v = ents_[curr].vruntime;
+    }
+    const sim::Duration ran = d.keep ? e.sum_exec - e.prev_sum_exec : 0;
+    const sim::Time due = next_tick_at_or_after(preempt_due(now, nr, load, e.weight, ran, has_left, v - left_v), now);
+    d.slice = due == sim::kNever ? 0 : due - now;
+  }
+  decision_[p] = d;
+  return {se == kNil ? kIdle : se, d.slice};
+}
+
+void Cfs::put_prev(PcpuId p, VcpuId prev, sim::Time now) {
+  // put_prev_entity(): a still-runnable entity goes back into the timeline.
+  Runqueue& rq = rqs_[p];
+  if (rq.curr != prev) return;
+  if (ents_[prev].on_rq) {
+    update_curr(p, now);
+    rq.timeline.insert(prev, ents_[prev].vruntime);
+  }
+  rq.curr = kNil;
+}
+
+void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
+  Runqueue& rq = rqs_[p];
+  Decision d = decision_[p];
+  decision_[p] = Decision{};
+  const VcpuId want = v == kIdle ? kNil : v;
+  // The decision must still describe the world: v is the current entity (keep), queued here, or
+  // queued on the runqueue it is pulled from. Otherwise (no caller does this today) commit v
+  // as found, with the slice pick_next gave.
+  bool valid = d.vcpu == want;
+  if (valid && want != kNil) {
+    const Entity& w = ents_[want];
+    const PcpuId from = d.pull_from != kNoPcpu ? d.pull_from : p;
+    valid = d.keep ? want == rq.curr : (w.on_rq && w.rq == from && rqs_[from].curr != want);
+  }
+  if (!valid) {
+    const sim::Duration slice = d.vcpu == want ? d.slice : 0;
+    d = Decision{};
+    d.vcpu = want;
+    d.slice = slice;
+    d.keep = want != kNil && want == rq.curr;
+    if (want != kNil && !d.keep && ents_[want].on_rq && ents_[want].rq != p) d.pull_from = ents_[want].rq;
+  }
+  if (d.tick && want != d.prev) ++tick_preemptions_;
+  rq.need_resched = false;
+  // check_preempt_tick(): "ran > ideal" also clears the preempted entity's buddy marks.
+  if (d.clear_curr_buddies && d.prev != kNil && ents_[d.prev].on_rq && ents_[d.prev].rq == p) clear_buddies(p, d.prev);
+  if (d.active_done) {
+    rq.active_balance = false;
+    if (d.push != kNil && d.push != want && ents_[d.push].on_rq && ents_[d.push].rq == p && rq.curr != d.push &&
+        rq.push_cpu != kNoPcpu) {
+      const PcpuId target = rq.push_cpu;
+      move_queued(d.push, p, target, now);
+      ++active_migrations_;
+      // Active balancing done, reset the failure counter of the target's domain spanning p.
+      for (std::uint32_t l = 0; l < levels_.size(); ++l)
+        if (spans_[levels_[l].span_of[target]].test(p)) {
+          dom(target, l).nr_balance_failed = 0;
+          break;
+        }
+    }
+    rq.push_cpu = kNoPcpu;
+  }
+  if (want == kNil) {
+    rq.curr = kNil;
+    rq.armed_end = sim::kNever;
+    note_idle(p, now);
+    return;
+  }
+  if (d.pull_from != kNoPcpu) {
+    move_queued(want, d.pull_from, p, now, /*check_preempt=*/false);
+    ++(d.steal ? cookie_steals_ : newidle_pulls_);
+    rq.idle_stamp = kNoStamp;  // newidle_balance(): "if (pulled_task) this_rq->idle_stamp = 0"
+  }
+  Entity& e = ents_[want];
+  if (!d.keep) {
+    // set_next_entity(): out of the timeline, the slice starts now, MRU in cfs_tasks.
+    rq.timeline.erase(want);
+    rq.curr = want;
+    e.exec_start = now;
+    e.prev_sum_exec = e.sum_exec;
+    lru_unlink(p, want);
+    lru_push_front(p, want);
+  }
+  if (d.picked) clear_buddies(p, want);  // pick_next_entity() clears the chosen entity's marks
+  rq.armed_end = d.slice > 0 ? now + d.slice : sim::kNever;
+}
+
+void Cfs::move_queued(VcpuId v, PcpuId src, PcpuId dst, sim::Time now, bool check_preempt) {
+  // detach_task() + attach_task(): dequeue_entity(0) leaves the vruntime relative to the source's
+  // min_vruntime, enqueue_entity(0) adds the destination's; no sleeper placement.
+  Entity& e = ents_[v];
+  update_curr(src, now);
+  rqs_[src].timeline.erase(v);
+  clear_buddies(src, v);
+  account_dequeue(src, v);
+  e.vruntime -= rqs_[src].min_vruntime;
+  update_min_vruntime(src);
+  e.exec_start = kLongAgo;  // migrate_task_rq_fair(): "We have migrated, no longer consider this task hot"
+  update_curr(dst, now);
+  e.vruntime += rqs_[dst].min_vruntime;
+  account_enqueue(dst, v);
+  rqs_[dst].timeline.insert(v, e.vruntime);
+  if (check_preempt) check_preempt_curr(dst, v, now);
+}
+
+double Cfs::core_priority(PcpuId p, VcpuId v, bool core_wide) const {
+  const Entity& e = ents_[v];
+  if (!core_wide) return -static_cast<double>(e.vruntime);
+  const PcpuId r = e.on_rq ? e.rq : p;
+  return -static_cast<double>(e.vruntime - rqs_[r].min_vruntime);
+}
+
+void Cfs::on_timer(hv::TimerId t, sim::Time now) {
+  if (t < rqs_.size() && usable_.test(t)) rebalance_domains(t, now);
+}
+
+std::string Cfs::check_consistency() const {
+  const auto at = [](const char* what, std::uint64_t i) { return std::string(what) + " " + std::to_string(i); };
+  std::vector<std::uint32_t> nr(rqs_.size(), 0);
+  std::vector<std::uint64_t> load(rqs_.size(), 0);
+  for (VcpuId v = 0; v < ents_.size(); ++v) {
+    const Entity& e = ents_[v];
+    const bool queued = heap_pos_[v] != Timeline::kNotQueued;
+    if (!e.on_rq) {
+      if (queued) return at("blocked entity in a timeline:", v);
+      continue;
+    }
+    if (!usable_.test(e.rq)) return at("entity on an unusable runqueue:", v);
+    if (!hv_->vcpu(v).hard.test(e.rq)) return at("entity on a runqueue outside its hard affinity:", v);
+    ++nr[e.rq];
+    load[e.rq] += e.weight;
+    const bool is_curr = rqs_[e.rq].curr == v;
+    if (is_curr == queued) return at(is_curr ? "current entity in its timeline:" : "waiting entity not in its timeline:", v);
+    if (queued) {
+      const Timeline& t = rqs_[e.rq].timeline;
+      if (heap_pos_[v] >= t.size() || t.slot(heap_pos_[v]).v != v) return at("timeline index broken for", v);
+      if (t.slot(heap_pos_[v]).vruntime != e.vruntime) return at("timeline key differs from vruntime for", v);
+    }
+  }
+  for (PcpuId p = 0; p < rqs_.size(); ++p) {
+    const Runqueue& rq = rqs_[p];
+    if (rq.nr_running != nr[p]) return at("nr_running wrong on", p);
+    if (rq.load != load[p]) return at("load wrong on", p);
+    const std::uint32_t curr_on = rq.curr != kNil && ents_[rq.curr].on_rq ? 1 : 0;
+    if (rq.timeline.size() + curr_on != nr[p]) return at("timeline size wrong on", p);
+    for (std::uint32_t i = 1; i < rq.timeline.size(); ++i)
+      if (Timeline::less(rq.timeline.slot(i), rq.timeline.slot((i - 1) / 2))) return at("heap order broken on", p);
+    std::uint32_t n = 0;
+    for (VcpuId v = rq.lru_head; v != kNil; v = ents_[v].lru_next) {
+      if (!ents_[v].on_rq || ents_[v].rq != p || ++n > nr[p]) return at("cfs_tasks list wrong on", p);
+      if (ents_[v].lru_next == kNil && rq.lru_tail != v) return at("cfs_tasks tail wrong on", p);
+    }
+    if (n != nr[p]) return at("cfs_tasks list short on", p);
+    for (VcpuId b : {rq.next, rq.last, rq.skip})
+      if (b != kNil && (!ents_[b].on_rq || ents_[b].rq != p)) return at("stale buddy on", p);
+    if (!usable_.test(p)) continue;
+    if (idle_.test(p) != (nr[p] == 0)) return at("idle mask wrong for", p);
+    if (overloaded_.test(p) != (nr[p] >= 2)) return at("overload mask wrong for", p);
+    const bool core_idle = (hv_->topology().smt_mask(p) & usable_).subset_of(idle_);
+    if (idle_cores_.test(hv_->topology().core_of(p)) != core_idle) return at("idle-core mask wrong for", p);
+  }
+  for (std::uint32_t id = 0; id < spans_.size(); ++id) {
+    SpanSums su;
+    (spans_[id] & usable_).for_each([&](PcpuId p) {
+      ++su.weight;
+      su.nr += nr[p];
+      su.load += load[p];
+      su.idle += nr[p] == 0 ? 1 : 0;
+    });
+    const SpanSums& have = sums_[id];
+    if (su.weight != have.weight || su.nr != have.nr || su.load != have.load || su.idle != have.idle)
+      return at("span sums wrong for span", id);
+  }
+  return "";
+}
+
+void Cfs::dump(std::ostream& os) const {
+  os << "cfs latency=" << latency_ << "ns min_granularity=" << min_gran_ << "ns wakeup_granularity=" << wakeup_gran_
+     << "ns nr_latency=" << nr_latency_ << " hz=" << cfg_.hz << " levels=" << levels_.size() << "\n";
+  for (PcpuId p = 0; p < rqs_.size(); ++p) {
+    const Runqueue& rq = rqs_[p];
+    if (rq.nr_running == 0) continue;
+    os << "  cpu " << p << ": nr_running=" << rq.nr_running << " load=" << rq.load << " min_vruntime=" << rq.min_vruntime
+       << " curr=";
+    if (rq.curr == kNil) os << "-";
+    else os << rq.curr << "(v=" << ents_[rq.curr].vruntime << ")";
+    os << " queued=" << rq.timeline.size() << "\n";
+  }
+  os << "  preemptions: wakeup=" << wakeup_preemptions_ << " tick=" << tick_preemptions_
+     << "; migrations: wake=" << wake_migrations_ << " newidle=" << newidle_pulls_
+     << " periodic=" << balance_migrations_ << " active=" << active_migrations_ << " cookie_steal=" << cookie_steals_
+     << "\n";
+}
+
+}  // namespace vcpusim::policy

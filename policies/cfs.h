@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: MIT
+// This file defines Cfs, the model of the Linux Completely Fair Scheduler of a KVM host (every
+// vCPU is a SCHED_OTHER host thread), as in the pre-EEVDF 5.x kernels that the published
+// core-scheduling runs used (kernel/sched/fair.c of 5.4-5.9): per-pCPU runqueues ordered by
+// vruntime, weights from the nice table, min_vruntime, sleeper placement, sched_slice and tick
+// preemption, wake-up preemption with buddies, select_idle_sibling, fork placement, newly-idle,
+// periodic and active load balancing over SMT / MC / DIE / NUMA domains, sched_yield and
+// yield_to. It is a class of its own because CFS's state (per-entity vruntime, per-runqueue
+// timelines, per-domain balancing state) is private to it, as struct sched_entity and struct
+// cfs_rq are private to fair.c. cfs.cpp opens with the essay (design, parameters, invariants,
+// what is not modelled); cfs_balance.cpp holds the domains, CPU selection and load balancing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hypervisor/policy_api.h"
+#include "policies/cfs_timeline.h"
+#include "sim/params.h"
+#include "sim/sim_time.h"
+#include "topology/cpuset.h"
+
+namespace vcpusim::policy {
+
+namespace cfs {
+
+// The kernel's constants and sysctl defaults (kernel/sched/fair.c, core.c, topology.c of 5.x
+// unless noted). Durations in ns. The three granularities are the *normalized* (unscaled)
+// values; the policy multiplies them by the tunable-scaling factor at attach.
+/// normalized_sysctl_sched_latency: the targeted preemption latency for CPU-bound tasks.
+inline constexpr sim::Duration kLatency = sim::us(6000);
+/// normalized_sysctl_sched_min_granularity: the least a task runs before tick preemption.
+inline constexpr sim::Duration kMinGranularity = sim::us(750);
+/// normalized_sysctl_sched_wakeup_granularity: the vruntime lead a wakee needs to preempt.
+inline constexpr sim::Duration kWakeupGranularity = sim::us(1000);
+/// sysctl_sched_migration_cost: a task that ran this recently is cache-hot (task_hot), and a
+/// CPU whose average idle time is below it does not newly-idle balance (newidle_balance).
+inline constexpr sim::Duration kMigrationCost = sim::us(500);
+/// sched_nr_latency = DIV_ROUND_UP(latency, min_granularity): above this many runnable tasks
+/// the period stretches to nr * min_granularity (__sched_period).
+inline constexpr std::uint32_t kNrLatency = 8;
+/// sysctl_sched_nr_migrate: the most tasks one load_balance pass examines (detach_tasks).
+inline constexpr std::uint32_t kNrMigrate = 32;
+/// NICE_0_LOAD (scale_load_down'ed): the weight of a nice-0 task; vruntime advances 1 ns per ns
+/// at this weight (calc_delta_fair).
+inline constexpr std::uint32_t kNice0Load = 1024;
+/// SCHED_CAPACITY_SCALE: the capacity of one CPU (every hardware thread: smt_gain is gone since
+/// 765d0af19f5f, 2018).
+inline constexpr std::uint64_t kCapacityScale = 1024;
+/// CONFIG_HZ=250, the default of the distribution kernels KVM hosts run: a 4 ms tick.
+inline constexpr std::uint32_t kDefaultHz = 250;
+/// sd->busy_factor (sd_init): a busy CPU balances 32x less often (16 from 5.10).
+inline constexpr std::uint32_t kBusyFactor = 32;
+/// sd->imbalance_pct (sd_init, 5.1-5.9): SMT 110, MC/LLC 117, DIE and NUMA 125 (117 from 5.10).
+inline constexpr std::uint32_t kImbalancePctSmt = 110;
+inline constexpr std::uint32_t kImbalancePctMc = 117;
+inline constexpr std::uint32_t kImbalancePctDie = 125;
+inline constexpr std::uint32_t kImbalancePctNuma = 125;
+/// sd->cache_nice_tries (sd_init): failed balances before cache-hot tasks may move anyway.
+inline constexpr std::uint32_t kCacheNiceTriesSmt = 0;
+inline constexpr std::uint32_t kCacheNiceTriesMc = 1;
+inline constexpr std::uint32_t kCacheNiceTriesDie = 1;
+inline constexpr std::uint32_t kCacheNiceTriesNuma = 2;
+/// RECLAIM_DISTANCE (include/linux/topology.h, node_reclaim_distance): NUMA levels farther
+/// than this lose SD_BALANCE_FORK/EXEC and SD_WAKE_AFFINE (sd_init). AMD Zen sets 32
+/// (arch/x86/kernel/cpu/amd.c, 5.4+).
+inline constexpr std::uint32_t kReclaimDistance = 30;
+/// NUMA_IMBALANCE_MIN (calculate_imbalance, 5.7+): a NUMA pair of groups is left alone while
+/// the busiest runs at most this many tasks (communicating pairs stay local).
+inline constexpr std::uint32_t kNumaImbalanceMin = 2;
+/// MIN_SHARES: the smallest weight a group entity can have; CFS weights are clamped to it.
+inline constexpr std::uint32_t kMinWeight = 2;
+/// The largest CFS weight accepted (Vcpu::weight 65535 maps to 262140): keeps period * weight
+/// and lead * weight within 64 bits.
+inline constexpr std::uint32_t kMaxWeight = 1u << 20;
+/// Xen's (and this simulator's) default Vcpu::weight, mapped onto NICE_0_LOAD.
+inline constexpr std::uint32_t kVcpuWeightNice0 = 256;
+
+/// sched_prio_to_weight[40] (kernel/sched/core.c), nice -20 .. 19; each step is ~1.25x.
+inline constexpr std::uint32_t kPrioToWeight[40] = {
+    88761, 71755, 56483, 46273, 36291,  // -20
+    29154, 23254, 18705, 14949, 11916,  // -15
+    9548,  7620,  6100,  4904,  3906,   // -10
+    3121,  2501,  1991,  1586,  1277,   //  -5
+    1024,  820,   655,   526,   423,    //   0
+    335,   272,   215,   172,   137,    //   5
+    110,   87,    70,    56,    45,     //  10
+    36,    29,    23,    18,    15,     //  15
+};
+
+/// sysctl_sched_tunable_scaling: how the granularities grow with the number of CPUs.
+enum class TunableScaling : std::uint8_t { kNone = 0, kLog = 1, kLinear = 2 };
+/// How Vcpu::weight becomes a CFS weight.
+enum class WeightMap : std::uint8_t {
+  kLinear = 0,  ///< 1024 * weight / 256, as cgroup cpu.shares (libvirt <shares>): 256 = 1024
+  kNice = 1,    ///< the nearest sched_prio_to_weight entry, as if the admin reniced the thread
+};
+
+/// Scheduling-domain levels (kernel/sched/topology.c, default_topology + NUMA levels).
+enum class LevelKind : std::uint8_t { kSmt, kMc, kDie, kNuma };
+
+}  // namespace cfs
+
+using sim::ParamSpec;
+using sim::ParamValues;
+
+class Cfs final : public hv::SchedulerPolicy {
+ public:
+  struct Config {
+    sim::Duration latency = cfs::kLatency;                      ///< unscaled
+    sim::Duration min_granularity = cfs::kMinGranularity;       ///< unscaled
+    sim::Duration wakeup_granularity = cfs::kWakeupGranularity; ///< unscaled
+    cfs::TunableScaling scaling = cfs::TunableScaling::kLog;
+    sim::Duration migration_cost = cfs::kMigrationCost;
+    std::uint32_t nr_migrate = cfs::kNrMigrate;
+    std::uint32_t hz = cfs::kDefaultHz;
+    std::uint32_t busy_factor = cfs::kBusyFactor;
+    std::uint32_t reclaim_distance = cfs::kReclaimDistance;
+    cfs::WeightMap weights = cfs::WeightMap::kLinear;
+    bool gentle_fair_sleepers = true;   ///< sched_feat GENTLE_FAIR_SLEEPERS
+    bool wakeup_preemption = true;      ///< sched_feat WAKEUP_PREEMPTION
+  };
+
+  explicit Cfs(Config c);
+  Cfs(const Cfs&) = delete;
+  Cfs& operator=(const Cfs&) = delete;
+  static std::vector<ParamSpec> param_specs();
+  static std::unique_ptr<hv::SchedulerPolicy> make(const ParamValues& v);
+
+  std::string_view name() const override { return "cfs"; }
+  void attach(const hv::SchedContext& ctx) override;
+  void insert_vcpu(hv::VcpuId v) override;
+  hv::PcpuId pick_cpu(hv::VcpuId v, sim::Time now) override;
+  void wake(hv::VcpuId v, sim::Time now) override;
+  void sleep(hv::VcpuId v, sim::Time now) override;
+  void yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override;
+  hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override;
+  void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override;
+  void put_prev(hv::PcpuId p, hv::VcpuId prev, sim::Time now) override;
+  double core_priority(hv::PcpuId p, hv::VcpuId v, bool core_wide) const override;
+  void on_timer(hv::TimerId t, sim::Time now) override;
+  void dump(std::ostream& os) const override;
+
+  // Read-only views, for tests and reports.
+  const Config& config() const { return cfg_; }
+  /// The scaled tunables in force (sysctl_sched_latency etc. after update_sysctl()).
+  sim::Duration sched_latency() const { return latency_; }
+  sim::Duration min_granularity() const { return min_gran_; }
+  sim::Duration wakeup_granularity() const { return wakeup_gran_; }
+  std::uint32_t nr_latency() const { return nr_latency_; }
+  /// The tick period (1 s / hz): tick preemption and balancing happen on this grid.
+  sim::Duration tick() const { return jiffy_; }
+  /// v's CFS weight (load.weight).
+  std::uint32_t weight(hv::VcpuId v) const { return ents_[v].weight; }
+  /// v's vruntime (absolute, in the frame of the runqueue it is on or last slept on).
+  std::int64_t vruntime(hv::VcpuId v) const { return ents_[v].vruntime; }
+  /// The runqueue v is on (queued or running); kNoPcpu when blocked.
+  hv::PcpuId runqueue_of(hv::VcpuId v) const { return ents_[v].on_rq ? ents_[v].rq : hv::kNoPcpu; }
+  std::int64_t min_vruntime(hv::PcpuId p) const { return rqs_[p].min_vruntime; }
+  std::uint32_t nr_running(hv::PcpuId p) const { return rqs_[p].nr_running; }
+  /// sched_slice() of v on its runqueue (as if queued there).
+  sim::Duration sched_slice(hv::VcpuId v) const;
+  /// Number of scheduling-domain levels and the span of p's domain at level l.
+  std::uint32_t num_levels() const { return static_cast<std::uint32_t>(levels_.size()); }
+  cfs::LevelKind level_kind(std::uint32_t l) const { return levels_[l].kind; }
+  const topo::CpuSet& domain_span(hv::PcpuId p, std::uint32_t l) const { return spans_[levels_[l].span_of[p]]; }
+  /// Recomputes every derived structure (runqueue counts and loads, timelines, cfs_tasks lists,
+  /// idle/overload masks, span sums, buddy marks) and returns the first inconsistency, or ""
+  /// if there is none. For tests; O(entities + pCPUs x levels).
+  std::string check_consistency() const;
+  // Counters.
+  std::uint64_t wakeup_preemptions() const { return wakeup_preemptions_; }
+  std::uint64_t tick_preemptions() const { return tick_preemptions_; }
+  std::uint64_t balance_migrations() const { return balance_migrations_; }   ///< periodic pulls
+  std::uint64_t newidle_pulls() const { return newidle_pulls_; }
+  std::uint64_t active_migrations() const { return active_migrations_; }
+  std::uint64_t wake_migrations() const { return wake_migrations_; }
+  std::uint64_t cookie_steals() const { return cookie_steals_; }
+
+ private:
+  static constexpr hv::VcpuId kNil = hv::kIdle;
+  /// exec_start of an entity that has just migrated: "no longer consider this task hot".
+  static constexpr sim::Time kLongAgo = -(sim::Time{1} << 60);
+  static constexpr sim::Time kNoStamp = -1;
+
+  /// struct sched_entity (the fields CFS reads), plus the cfs_tasks list links.
+  struct Entity {
+    std::int64_t vruntime = 0;          // ns of virtual time, nice-0 scale
+    std::uint32_t weight = cfs::kNice0Load;  // load.weight
+    sim::Duration sum_exec = 0;         // sum_exec_runtime
+    sim::Duration prev_sum_exec = 0;    // sum_exec_runtime when last picked (set_next_entity)
+    sim::Time exec_start = kLongAgo;    // last update_curr while running; task_hot reads it
+    hv::PcpuId rq = hv::kNoPcpu;        // the cfs_rq it is on (meaningful while on_rq)
+    hv::PcpuId last_rq = hv::kNoPcpu;   // the cfs_rq it last left (its vruntime's frame)
+    bool on_rq = false;                 // queued or running (se->on_rq)
+    bool forked = false;                // has been placed once (wake_up_new_task done)
+    hv::VcpuId lru_prev = kNil, lru_next = kNil;  // rq->cfs_tasks, most recently picked first
+  };
+  /// struct rq + its root struct cfs_rq (no group scheduling: one level).
+  struct Runqueue {
+    cfs::Timeline timeline;             // queued entities, curr excluded (tasks_timeline)
+    hv::VcpuId curr = kNil;             // cfs_rq->curr: set at set_next, cleared at put_prev
+    std::uint32_t nr_running = 0;       // on_rq entities, curr included
+    std::uint64_t load = 0;             // sum of their weights (cfs_rq->load.weight)
+    std::int64_t min_vruntime = 0;      // monotonic (update_min_vruntime)
+    hv::VcpuId next = kNil, last = kNil, skip = kNil;  // buddies; see cfs.cpp
+    bool need_resched = false;          // TIF_NEED_RESCHED: the next pick is a full pick
+    sim::Time armed_end = sim::kNever;  // the tick at which the current slice was armed to end
+    hv::VcpuId lru_head = kNil, lru_tail = kNil;
+    // Idle tracking (newidle_balance / ttwu_do_wakeup).
+    sim::Time idle_stamp = kNoStamp;    // when it last went idle, until the next wake-up here
+    sim::Duration avg_idle = 0;         // rq->avg_idle
+    // Load balancing.
+    bool active_balance = false;        // rq->active_balance: a push of curr is pending
+    hv::PcpuId push_cpu = hv::kNoPcpu;  // rq->push_cpu
+    std::int64_t next_balance = 0;      // rq->next_balance, in jiffies
+  };
+  /// Per-CPU, per-level struct sched_domain state.
+  struct DomainState {
+    std::uint32_t balance_interval = 1; // ms
+    std::int64_t last_balance = 0;      // jiffies
+    std::uint32_t nr_balance_failed = 0;
+  };
+  /// A level of the domain hierarchy, the same for every CPU (degenerate spans allowed).
+  struct Level {
+    cfs::LevelKind kind = cfs::LevelKind::kSmt;
+    std::uint32_t imbalance_pct = 125;
+    std::uint32_t cache_nice_tries = 1;
+    bool prefer_sibling = false;        // sds->prefer_sibling: the CHILD level has SD_PREFER_SIBLING
+    bool numa = false;                  // SD_NUMA
+    bool fork = true;                   // SD_BALANCE_FORK
+    std::vector<std::uint32_t> span_of; // span id per pCPU
+  };
+  /// What pick_next chose, for set_next / put_prev to commit (pick_task vs set_next_task).
+  struct Decision {
+    hv::VcpuId vcpu = kNil;
+    bool keep = false;                  // curr continues: no set_next_entity, no new slice start
+    bool picked = false;                // chosen by pick_next_entity (which clears its buddy marks)
+    hv::VcpuId prev = kNil;             // the current entity when pick_next ran
+    bool tick = false;                  // check_preempt_tick asked for a reschedule
+    bool clear_curr_buddies = false;    // check_preempt_tick found prev ran > ideal
+    hv::PcpuId pull_from = hv::kNoPcpu; // vcpu is queued there: newly-idle pull at commit
+    bool steal = false;                 // ... by core scheduling's cookie steal, not newidle
+    hv::VcpuId push = kNil;             // active balance: move this entity to rq.push_cpu
+    bool active_done = false;           // the stopper ran: clear rq.active_balance at commit
+    sim::Duration slice = 0;
+  };
+
+  // Accounting and the timeline (cfs.cpp).
+  std::int64_t calc_delta_fair(sim::Duration delta, std::uint32_t weight) const;
+  sim::Duration sched_period(std::uint32_t nr) const;
+  sim::Duration slice_of(std::uint32_t nr, std::uint64_t load, std::uint32_t weight) const;
+  sim::Duration wakeup_gran(hv::VcpuId se) const { return calc_delta_fair(wakeup_gran_, ents_[se].weight); }
+  int wakeup_preempt_entity(hv::VcpuId curr, hv::VcpuId se) const;
+  void update_curr(hv::PcpuId p, sim::Time now);
+  void update_min_vruntime(hv::PcpuId p);
+  void account_enqueue(hv::PcpuId p, hv::VcpuId v);
+  void account_dequeue(hv::PcpuId p, hv::VcpuId v);
+  void set_nr_running(hv::PcpuId p, std::uint32_t nr);
+  void lru_push_front(hv::PcpuId p, hv::VcpuId v);
+  void lru_unlink(hv::PcpuId p, hv::VcpuId v);
+  void clear_buddies(hv::PcpuId p, hv::VcpuId v);
+  /// The best queued entity of p (leftmost) that is neither a nor b; kNil if none.
+  hv::VcpuId tree_best_except(hv::PcpuId p, hv::VcpuId a, hv::VcpuId b) const;
+  /// The best queued entity after `after` in timeline order (for the skip buddy), filtered.
+  hv::VcpuId tree_second(hv::PcpuId p, hv::VcpuId first, hv::VcpuId exclude, const hv::PickFilter& f) const;
+  hv::VcpuId tree_best_filtered(hv::PcpuId p, hv::VcpuId exclude, const hv::PickFilter& f) const;
+  /// pick_next_entity(cfs_rq, curr) with buddies; kNil if nothing is runnable.
+  hv::VcpuId pick_next_entity(hv::PcpuId p, hv::VcpuId curr, hv::VcpuId exclude, const hv::PickFilter& f) const;
+  bool tick_preempts(hv::PcpuId p, bool& ran_past_slice) const;
+  /// The earliest instant check_preempt_tick would fire for an entity with this state, or
+  /// kNever; then the tick at or after it (strictly after now).
+  sim::Time preempt_due(sim::Time now, std::uint32_t nr, std::uint64_t load, std::uint32_t weight,
+                        sim::Duration ran, bool has_left, std::int64_t lead) const;
+  sim::Time next_tick_at_or_after(sim::Time t, sim::Time now) const;
+  sim::Duration keep_slice(hv::PcpuId p, sim::Time now) const;
+  void maybe_rearm(hv::PcpuId p, sim::Time now);
+  void check_preempt_curr(hv::PcpuId p, hv::VcpuId v, sim::Time now);
+  hv::VcpuId running_curr(hv::PcpuId p) const;
+  /// Moves a queued entity from src's timeline to dst's (detach_task + attach_task), re-based,
+  /// then lets it preempt dst's current entity (check_preempt_curr) unless told not to.
+  void move_queued(hv::VcpuId v, hv::PcpuId src, hv::PcpuId dst, sim::Time now, bool check_preempt = true);
+
+  // Domains, CPU selection and balancing (cfs_balance.cpp).
+  enum class IdleType : std::uint8_t { kNotIdle, kIdle, kNewlyIdle };  // enum cpu_idle_type
+  enum class GroupType : std::uint8_t { kHasSpare = 0, kFullyBusy = 1, kOverloaded = 5 };
+  enum class MigrationType : std::uint8_t { kLoad, kUtil, kTask };
+  struct GroupStats {
+    std::uint32_t span = 0;
+    std::uint32_t weight = 0, nr = 0, idle = 0, busy = 0;
+    std::uint64_t load = 0, util = 0, capacity = 0, avg_load = 0;
+    GroupType type = GroupType::kHasSpare;
+  };
+  struct LbEnv {
+    hv::PcpuId dst = hv::kNoPcpu;
+    std::uint32_t level = 0;
+    IdleType idle = IdleType::kNotIdle;
+    topo::CpuSet cpus;                  // env->cpus: CPUs still considered
+    MigrationType type = MigrationType::kTask;
+    std::int64_t imbalance = 0;
+    std::uint32_t local_span = 0;       // dst's group (dst_grpmask)
+  };
+  void build_domains();
+  hv::PcpuId select_idle_sibling(hv::VcpuId v, hv::PcpuId prev, const topo::CpuSet& allowed) const;
+  hv::PcpuId find_idlest_cpu(hv::PcpuId this_cpu, const topo::CpuSet& allowed) const;
+  bool find_idlest_group(std::uint32_t level, hv::PcpuId this_cpu, const topo::CpuSet& allowed,
+                         std::uint32_t& group) const;
+  hv::PcpuId find_idlest_group_cpu(const topo::CpuSet& group, const topo::CpuSet& allowed, hv::PcpuId this_cpu) const;
+  static bool pick_busiest(const GroupStats& s, const GroupStats& busiest);
+  void group_stats(std::uint32_t group, const topo::CpuSet& cpus, std::uint32_t pct, GroupStats& s) const;
+  /// find_busiest_group + calculate_imbalance: the busiest group's span id, or none (false).
+  bool find_busiest_group(LbEnv& env, std::uint32_t& busiest_span) const;
+  hv::PcpuId find_busiest_queue(const LbEnv& env, std::uint32_t busiest_span) const;
+  bool task_hot(hv::VcpuId v, hv::PcpuId src, hv::PcpuId dst) const;
+  bool can_migrate(hv::VcpuId v, hv::PcpuId src, const LbEnv& env) const;
+  /// The first entity detach_tasks would take from src (newly-idle, without moving it).
+  hv::VcpuId first_detachable(const LbEnv& env, hv::PcpuId src, const hv::PickFilter& f, bool& all_pinned) const;
+  std::uint32_t detach_and_attach(LbEnv& env, hv::PcpuId src, bool& all_pinned, sim::Time now);
+  int load_balance(hv::PcpuId p, std::uint32_t level, IdleType idle, bool& continue_balancing, sim::Time now);
+  /// Newly-idle balancing for p, as a choice (entity and its runqueue) that set_next commits.
+  bool newidle_choose(hv::PcpuId p, const hv::PickFilter& f, hv::VcpuId& v, hv::PcpuId& src) const;
+  /// Core scheduling's forced-newidle balancer: a queued entity of the filter's (non-zero) cookie
+  /// that p may steal, and its runqueue; kNil if none.
+  hv::VcpuId steal_cookie(hv::PcpuId p, const hv::PickFilter& f, hv::PcpuId& src) const;
+  /// The entity the stopper would push off p (detach_one_task from the cfs_tasks tail).
+  hv::VcpuId push_candidate(hv::PcpuId p) const;
+  void rebalance_domains(hv::PcpuId p, sim::Time now);
+  std::int64_t balance_interval_jiffies(const DomainState& d, bool busy) const;
+  void arm_balance(hv::PcpuId p, std::int64_t next_balance_jiffies);
+  void note_idle(hv::PcpuId p, sim::Time now);
+  std::int64_t jiffies(sim::Time now) const { return now / jiffy_; }
+  DomainState& dom(hv::PcpuId p, std::uint32_t l) { return dom_[p * levels_.size() + l]; }
+  const DomainState& dom(hv::PcpuId p, std::uint32_t l) const { return dom_[p * levels_.size() + l]; }
+  /// Span of the group p belongs to at level l (its child level's span, or {p} at level 0).
+  std::uint32_t child_span(hv::PcpuId p, std::uint32_t l) const {
+    return l == 0 ? single_span_[p] : levels_[l - 1].span_of[p];
+  }
+
+  Config cfg_;
+  const hv::HypervisorView* hv_ = nullptr;
+  hv::SchedActions* act_ = nullptr;
+  sim::Duration latency_ = 0, min_gran_ = 0, wakeup_gran_ = 0;  // scaled
+  std::uint32_t nr_latency_ = cfs::kNrLatency;
+  sim::Duration jiffy_ = 0;
+  std::int64_t max_lb_interval_ = 1;   // max_load_balance_interval, jiffies
+
+  std::vector<Entity> ents_;
+  std::vector<std::uint32_t> heap_pos_;  // shared by every runqueue's Timeline
+  std::vector<Runqueue> rqs_;
+  std::vector<Decision> decision_;
+  topo::CpuSet usable_;
+  topo::CpuSet idle_;                  // usable CPUs with nr_running == 0 (available_idle_cpu)
+  topo::CpuSet overloaded_;            // CPUs with nr_running >= 2 (rd->overload when any)
+  topo::CpuSet idle_cores_;            // by CoreId: every usable thread idle
+  std::vector<topo::CpuSet> llc_threads_;   // by pCPU: its LLC's usable threads
+  std::vector<topo::CpuSet> llc_cores_;     // by pCPU: its LLC's cores (CoreId set)
+  std::vector<topo::CpuSet> allowed_cores_; // by entity: cores with a thread in its hard affinity
+
+  std::vector<Level> levels_;
+  std::vector<topo::CpuSet> spans_;
+  std::vector<std::uint32_t> single_span_;               // span id of {p}
+  std::vector<std::vector<std::uint32_t>> groups_of_;    // by span id: its groups' span ids
+  std::vector<DomainState> dom_;
+  /// Per span: the sums group statistics need, kept up to date on every enqueue and dequeue
+  /// (O(levels) per change), so a group costs O(1) to evaluate instead of O(its CPUs).
+  struct SpanSums {
+    std::uint32_t weight = 0;           // usable CPUs
+    std::uint32_t nr = 0;               // sum of nr_running
+    std::uint32_t idle = 0;             // CPUs with nr_running == 0
+    std::uint64_t load = 0;             // sum of runqueue loads
+  };
+  std::vector<SpanSums> sums_;                           // by span id
+  std::vector<std::vector<std::uint32_t>> spans_with_;   // by pCPU: every span id containing it
+
+  std::uint64_t wakeup_preemptions_ = 0, tick_preemptions_ = 0, balance_migrations_ = 0;
+  std::uint64_t newidle_pulls_ = 0, active_migrations_ = 0, wake_migrations_ = 0, cookie_steals_ = 0;
+};
+
+}  // namespace vcpusim::policy

@@ -1,0 +1,837 @@
+// SPDX-License-Identifier: MIT
+// Cfs, part two: scheduling domains, CPU selection and load balancing, after kernel/sched/
+// topology.c (sd_init, the default x86 topology levels, sched_init_numa) and kernel/sched/fair.c
+// (select_task_rq_fair, select_idle_sibling, find_idlest_cpu, load_balance, find_busiest_group,
+// calculate_imbalance, find_busiest_queue, detach_tasks, active_load_balance_cpu_stop,
+// rebalance_domains, newidle_balance) of 5.6/5.7, with the 5.1-5.9 constants. cfs.cpp has the
+// overview, the parameters and the runqueue itself.
+//
+// Domains
+// -------
+// Every usable CPU gets the same ladder of levels, degenerate ones dropped (a level is kept if it
+// is strictly wider than the one below for some CPU): SMT (the core's threads), MC (the last-level
+// cache: this simulator's topology has no LLC of its own, so MODEL: the LLC is socket ∩ node --
+// the socket on Intel parts, the quadrant node in EPYC NPS4), DIE (the node, cpu_cpu_mask: only
+// distinct when a node holds several sockets), then one NUMA level per distinct SLIT distance
+// (the nodes within that distance, sched_init_numa). Per level (sd_init): imbalance_pct SMT 110,
+// MC 117, DIE/NUMA 125; cache_nice_tries 0/1/1/2; balance_interval from the span's CPU count in
+// ms (min = span, max = 2 x span), x busy_factor (32) on a busy CPU, in jiffies clamped to
+// [1, HZ * ncpus / 10]; SD_PREFER_SIBLING on every non-NUMA level (read from the child level:
+// sds->prefer_sibling); NUMA levels farther than node_reclaim_distance lose SD_BALANCE_FORK.
+// The groups of a level are the spans of the level below (single CPUs for SMT).
+//
+// CPU selection (select_task_rq_fair)
+// -----------------------------------
+// A wake-up takes the fast path, select_idle_sibling(p, prev, target = prev): prev if idle
+// (nothing running or queued), else the first fully idle core of prev's LLC (select_idle_core,
+// scanning cores from prev's, with a thread in the hard affinity), else the first idle thread of
+// the LLC from prev on (select_idle_cpu), else prev. A first wake-up is a fork (wake_up_new_task,
+// SD_BALANCE_FORK): find_idlest_cpu walks down from the highest fork level, at each level
+// choosing the idlest group (most idle CPUs among groups with spare capacity, lowest load among
+// busy ones) unless the local group is as good -- at a NUMA level the local node is kept while it
+// has any idle CPU -- and then the group's first idle CPU or least loaded one.
+//
+// Load balancing
+// --------------
+// Newly idle: when a pCPU has nothing to run, pick_next chooses what newidle_balance would pull:
+// unless its avg_idle is below migration_cost or no runqueue is overloaded, each level from the
+// bottom runs find_busiest_group / find_busiest_queue and takes the first entity detach_tasks
+// would take (from the cold end of the busiest runqueue's cfs_tasks: not running, allowed here,
+// not cache-hot unless the level failed more than cache_nice_tries times). set_next moves it.
+// Periodic: a policy timer per CPU (TimerId = pCPU) fires at rq->next_balance on the tick grid;
+// rebalance_domains walks the levels bottom-up, balancing each whose interval has passed;
+// should_we_balance lets only the first idle CPU of the local group (else its first CPU) go on.
+// load_balance classifies groups (has_spare / fully_busy / overloaded), picks the busiest and
+// the imbalance as the 5.5+ balancer does (migrate tasks / util / load, prefer_sibling spreads
+// task counts, a NUMA pair is left alone while the busiest runs <= 2 tasks), finds the busiest
+// runqueue and detaches up to the imbalance (at most nr_migrate examined, entities it cannot move
+// rotated to the head), retrying without a runqueue whose entities are all pinned elsewhere. When
+// nothing moved, nr_balance_failed grows, and beyond cache_nice_tries + 2 an active balance asks
+// the busiest CPU's stopper to push its coldest movable entity (its running one, if alone) here:
+// the busiest pCPU is tickled, its pick_next chooses the push, set_next moves it. Intervals reset
+// to the minimum when an imbalance was found and double (to the maximum) when balanced.
+// An idle CPU's balancing runs at its idle interval, standing in for the nohz idle balancer
+// that busy CPUs kick on behalf of tickless idle ones (nohz_balancer_kick).
+//
+// Core scheduling (the dispatcher's mechanism, hypervisor/core_sched.cpp)
+// --------------------------------------------------------------------------
+// With cookie-aware wake-up on, select_idle_cpu passes over idle threads whose core runs another
+// cookie (HypervisorView::wake_cookie_match; 5.14's __select_idle_cpu); an idle prev and a fully
+// idle core are taken without the test, as in the kernel. With a cookie-aware balance mode, an
+// entity whose cookie does not match the destination core counts as cache-hot
+// (HypervisorView::balance_cookie_match; 5.14 task_hot), so it moves only once the level has
+// failed more than cache_nice_tries times -- except between SMT siblings, where 5.14's task_hot
+// answers "cold" before the cookie test. A forced-idle pCPU steals an entity of the core's
+// cookie (steal_cookie: sched_core_balance, try_steal_cookie).
+//
+// MODEL simplifications
+// ---------------------
+// - MODEL: the view does not say whether the balance mode refuses a mismatched pull outright
+//   (RFC v5-v9's can_migrate_task) or calls it cache-hot (mainline); this policy always does the
+//   latter.
+// - MODEL: no PELT. A CPU's load is the sum of its runnable entities' weights now (cpu_load is
+//   runnable_load_avg in 5.x), an entity's load its weight (task_h_load), a busy CPU's utilisation
+//   its full capacity and an idle one's 0 (cpu_util), an entity's utilisation one CPU
+//   (task_util_est). find_busiest_queue for migrate_util, where every busy CPU's capped
+//   utilisation ties, takes the one with the most runnable entities.
+// - MODEL: the waker is unknown to pick_cpu, so there is no wake_affine (target = prev), no
+//   wake_wide, no recent_used_cpu; select_idle_cpu scans the whole LLC (SIS_PROP's depth depends on
+//   measured scan cost), which makes the final select_idle_smt step unreachable; the
+//   has_idle_cores hint is always exact.
+// - MODEL: forks come from the lowest CPU of the entity's hard affinity (as if QEMU's main thread
+//   ran there); find_idlest_group_cpu takes the first idle CPU (no C-state exit latencies or
+//   idle timestamps); avg_load is computed for busy groups as update_sg_wakeup_stats' comment says.
+// - MODEL: newly-idle balancing pulls one entity (CONFIG_PREEMPTION kernels stop after the
+//   first; voluntary-preemption ones may take more), skips levels without an overloaded
+//   runqueue (none could give up a queued entity), has no per-domain cost cut-off
+//   (max_newidle_lb_cost: balancing takes no time here), starts no active balance and leaves the
+//   periodic balancer's failure counters and intervals alone.
+// - MODEL: no group_imbalanced / LBF_DST_PINNED retargeting / misfit / asym packing; the
+//   stopper skips the cache-hot test only through the failure counter, as the kernel does.
+// - MODEL: a balanced or pushed entity keeps Vcpu::pcpu at its last pCPU until it runs again
+//   (the policy API has no migrate hook to tell the dispatcher).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "policies/cfs.h"
+
+namespace vcpusim::policy {
+
+using namespace cfs;  // NOLINT: this file is cfs
+using hv::kIdle;
+using hv::kNoPcpu;
+using hv::PcpuId;
+using hv::VcpuId;
+
+namespace {
+/// MAX_PINNED_INTERVAL: how far the balance interval may back off while everything is pinned.
+constexpr std::uint32_t kMaxPinnedInterval = 512;
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+// Domains.
+
+void Cfs::build_domains() {
+  const topo::Topology& topo = hv_->topology();
+  const std::uint32_t np = topo.num_threads();
+  levels_.clear();
+  spans_.clear();
+  groups_of_.clear();
+  single_span_.assign(np, 0);
+  llc_threads_.assign(np, topo::CpuSet{});
+  llc_cores_.assign(np, topo::CpuSet{});
+
+  usable_.for_each([&](PcpuId p) {
+    single_span_[p] = static_cast<std::uint32_t>(spans_.size());
+    spans_.push_back(topo::CpuSet::single(p));
+    llc_threads_[p] = topo.threads_of_socket(topo.socket_of(p)) & topo.threads_of_node(topo.node_of(p)) & usable_;
+    llc_threads_[p].for_each([&](PcpuId q) { llc_cores_[p].set(topo.core_of(q)); });
+  });
+
+  // Candidate levels, bottom-up, each a span per CPU.
+  struct Candidate {
+    LevelKind kind;
+    double distance;  // NUMA levels: the SLIT distance they reach
+  };
+  std::vector<Candidate> cands = {{LevelKind::kSmt, 0}, {LevelKind::kMc, 0}, {LevelKind::kDie, 0}};
+  std::vector<double> dists;
+  for (std::uint32_t a = 0; a < topo.num_nodes(); ++a)
+    for (std::uint32_t b = 0; b < topo.num_nodes(); ++b)
+      if (a != b) dists.push_back(topo.distance(a, b));
+  std::sort(dists.begin(), dists.end());
+  dists.erase(std::unique(dists.begin(), dists.end()), dists.end());
+  for (double d : dists) cands.push_back({LevelKind::kNuma, d});
+
+  const auto span_for = [&](const Candidate& c, PcpuId p) {
+    switch (c.kind) {
+      case LevelKind::kSmt: return topo.smt_mask(p) & usable_;
+      case LevelKind::kMc: return llc_threads_[p];
+      case LevelKind::kDie: return topo.threads_of_node(topo.node_of(p)) & usable_;
+      case LevelKind::kNuma: break;
+    }
+    topo::CpuSet s;
+    for (std::uint32_t n = 0; n < topo.num_nodes(); ++n)
+      if (topo.distance(topo.node_of(p), n) <= c.distance) s |= topo.threads_of_node(n);
+    return s & usable_;
+  };
+
+  std::vector<topo::CpuSet> below(np);
+  usable_.for_each([&](PcpuId p) { below[p] = topo::CpuSet::single(p); });
+  for (const Candidate& c : cands) {
+    std::vector<topo::CpuSet> span(np);
+    bool wider = false;
+    usable_.for_each([&](PcpuId p) {
+      span[p] = span_for(c, p) | below[p];  // a domain spans its child
+      if (span[p] != below[p]) wider = true;
+    });
+    if (!wider) continue;
+    Level lv;
+    lv.kind = c.kind;
+    switch (c.kind) {
+      case LevelKind::kSmt:
+        lv.imbalance_pct = kImbalancePctSmt;
+        lv.cache_nice_tries = kCacheNiceTriesSmt;
+        break;
+      case LevelKind::kMc:
+        lv.imbalance_pct = kImbalancePctMc;
+        lv.cache_nice_tries = kCacheNiceTriesMc;
+        break;
+      case LevelKind::kDie:
+        lv.imbalance_pct = kImbalancePctDie;
+        lv.cache_nice_tries = kCacheNiceTriesDie;
+        break;
+      case LevelKind::kNuma:
+        lv.imbalance_pct = kImbalancePctNuma;
+        lv.cache_nice_tries = kCacheNiceTriesNuma;
+        lv.numa = true;
+        lv.fork = c.distance <= cfg_.reclaim_distance;
+        break;
+    }
+    // sds->prefer_sibling = child && (child->flags & SD_PREFER_SIBLING): set on every level but
+    // NUMA ones, read from the level below.
+    lv.prefer_sibling = !levels_.empty() && levels_.back().kind != LevelKind::kNuma;
+    lv.span_of.assign(np, 0);
+    const std::uint32_t first_id = static_cast<std::uint32_t>(spans_.size());
+    usable_.for_each([&](PcpuId p) {
+      // CPUs sharing a span share its id: the span's lowest member has been seen first.
+      const PcpuId q = span[p].first();
+      if (q != p && span[q] == span[p]) {
+        lv.span_of[p] = lv.span_of[q];
+        return;
+      }
+      std::uint32_t id = first_id;
+      while (id < spans_.size() && spans_[id] != span[p]) ++id;
+      if (id == spans_.size()) spans_.push_back(span[p]);
+      lv.span_of[p] = id;
+    });
+    levels_.push_back(std::move(lv));
+    below = span;
+  }
+
+  // Groups of every span: the distinct spans of the level below among its members.
+  groups_of_.assign(spans_.size(), {});
+  for (std::uint32_t l = 0; l < levels_.size(); ++l) {
+    std::vector<bool> done(spans_.size(), false);
+    usable_.for_each([&](PcpuId p) {
+      const std::uint32_t s = levels_[l].span_of[p];
+      if (done[s]) return;
+      done[s] = true;
+      std::vector<std::uint32_t>& groups = groups_of_[s];
+      spans_[s].for_each([&](PcpuId q) {
+        const std::uint32_t g = child_span(q, l);
+        if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+      });
+    });
+  }
+
+  // Span sums (all runqueues are empty now) and, per CPU, the spans that contain it.
+  sums_.assign(spans_.size(), SpanSums{});
+  spans_with_.assign(np, {});
+  for (std::uint32_t id = 0; id < spans_.size(); ++id) {
+    const topo::CpuSet members = spans_[id] & usable_;
+    sums_[id].weight = sums_[id].idle = members.count();
+    members.for_each([&](PcpuId p) { spans_with_[p].push_back(id); });
+  }
+
+  dom_.assign(static_cast<std::size_t>(np) * levels_.size(), DomainState{});
+  usable_.for_each([&](PcpuId p) {
+    for (std::uint32_t l = 0; l < levels_.size(); ++l)
+      dom(p, l).balance_interval = spans_[levels_[l].span_of[p]].count();  // sd_init: sd_weight ms
+  });
+}
+
+std::int64_t Cfs::balance_interval_jiffies(const DomainState& d, bool busy) const {
+  // get_sd_balance_interval(): ms, x busy_factor when busy, to jiffies (msecs_to_jiffies rounds
+  // up), clamped to [1, max_load_balance_interval].
+  const std::int64_t ms = static_cast<std::int64_t>(d.balance_interval) * (busy ? cfg_.busy_factor : 1);
+  const std::int64_t j = (ms * cfg_.hz + 999) / 1000;
+  return std::clamp<std::int64_t>(j, 1, max_lb_interval_);
+}
+
+void Cfs::arm_balance(PcpuId p, std::int64_t next_balance) {
+  rqs_[p].next_balance = next_balance;
+  act_->arm_timer(p, next_balance * jiffy_);
+}
+
+void Cfs::note_idle(PcpuId p, sim::Time now) {
+  // The pCPU goes idle: newidle_balance() stamps idle_stamp and moves next_balance forward to
+  // the idle intervals (update_next_balance with cpu_busy = 0).
+  Runqueue& rq = rqs_[p];
+  rq.idle_stamp = now;
+  if (levels_.empty()) return;
+  const std::int64_t j = jiffies(now);
+  std::int64_t next = j + cfg_.hz;  // next_balance = jiffies + HZ
+  for (std::uint32_t l = 0; l < levels_.size(); ++l)
+    next = std::min(next, dom(p, l).last_balance + balance_interval_jiffies(dom(p, l), false));
+  next = std::max(next, j + 1);
+  if (next < rq.next_balance) arm_balance(p, next);
+}
+
+// ----------------------------------------------------------------------------------------------
+// CPU selection.
+
+PcpuId Cfs::pick_cpu(VcpuId v, sim::Time) {
+  const hv::Vcpu& vc = hv_->vcpu(v);
+  const topo::CpuSet allowed = vc.hard & usable_;
+  const PcpuId prev = vc.pcpu;
+  if (!ents_[v].forked || prev == kNoPcpu || !allowed.test(prev))
+    return find_idlest_cpu(allowed.first(), allowed);  // wake_up_new_task: SD_BALANCE_FORK
+  return select_idle_sibling(v, prev, allowed);
+}
+
+PcpuId Cfs::select_idle_sibling(VcpuId v, PcpuId target, const topo::CpuSet& allowed) const {
+  const topo::Topology& topo = hv_->topology();
+  if (idle_.test(target)) return target;  // available_idle_cpu(target)
+  if (!idle_.intersects(llc_threads_[target])) return target;  // nothing idle in the LLC (common when overcommitted)
+  // (prev == target: the "prev is cache affine and idle" and recent_used_cpu steps are moot.)
+  // select_idle_core(): a core whose every thread is idle, scanning from the target's.
+  if (topo.threads_per_core() > 1) {
+    const topo::CpuSet cores = idle_cores_ & llc_cores_[target] & allowed_cores_[v];
+    topo::ThreadId c = cores.next(topo.core_of(target));
+    if (c == topo::CpuSet::kNone) c = cores.first();
+    if (c != topo::CpuSet::kNone) return (topo.threads_of_core(c) & allowed).first();
+  }
+  // select_idle_cpu(): the first idle thread of the LLC from the target on (wrapping); under
+  // cookie-aware core scheduling (5.14 __select_idle_cpu) only one whose core cookie matches.
+  const topo::CpuSet cand = idle_ & llc_threads_[target] & allowed;
+  for (PcpuId i = cand.next(target); i != topo::CpuSet::kNone; i = cand.next(i + 1))
+    if (hv_->wake_cookie_match(i, v)) return i;
+  for (PcpuId i = cand.first(); i != topo::CpuSet::kNone && i < target; i = cand.next(i + 1))
+    if (hv_->wake_cookie_match(i, v)) return i;
+  return target;
+}
+
+bool Cfs::find_idlest_group(std::uint32_t l, PcpuId this_cpu, const topo::CpuSet& allowed,
+                            std::uint32_t& group) const {
+  const Level& lv = levels_[l];
+  const std::uint32_t local_span = child_span(this_cpu, l);
+  GroupStats local, idlest;
+  bool have_local = false, have_idlest = false;
+  idlest.type = GroupType::kOverloaded;
+  idlest.avg_load = std::numeric_limits<std::uint64_t>::max();
+  for (std::uint32_t g : groups_of_[lv.span_of[this_cpu]]) {
+    if (!spans_[g].intersects(allowed)) continue;  // no CPU of it is allowed
+    GroupStats s;
+    group_stats(g, usable_, lv.imbalance_pct, s);
+    s.span = g;
+    if (s.type != GroupType::kHasSpare) s.avg_load = s.load * kCapacityScale / std::max<std::uint64_t>(1, s.capacity);
+    if (g == local_span) {
+      local = s;
+      have_local = true;
+      continue;
+    }
+    // update_pick_idlest()
+    bool better;
+    if (!have_idlest || s.type < idlest.type) better = true;
+    else if (s.type > idlest.type) better = false;
+    else if (s.type == GroupType::kHasSpare) better = s.idle > idlest.idle;
+    else better = s.avg_load < idlest.avg_load;
+    if (better) {
+      idlest = s;
+      have_idlest = true;
+    }
+  }
+  if (!have_idlest) return false;
+  group = idlest.span;
+  if (!have_local) return true;  // the local group is skipped because of affinity
+  if (local.type < idlest.type) return false;
+  if (local.type > idlest.type) return true;
+  if (local.type == GroupType::kHasSpare) {
+    // "Otherwise, keep the task on this node to stay close its wakeup source and improve locality."
+    if (lv.numa && local.idle > 0) return false;
+    return local.idle < idlest.idle;
+  }
+  const std::uint64_t imbalance = kCapacityScale * (lv.imbalance_pct - 100) / 100;
+  if (lv.numa && idlest.avg_load + imbalance >= local.avg_load) return false;
+  if (idlest.avg_load >= local.avg_load + imbalance) return false;
+  if (100 * local.avg_load <= lv.imbalance_pct * idlest.avg_load) return false;
+  return true;
+}
+
+PcpuId Cfs::find_idlest_group_cpu(const topo::CpuSet& group, const topo::CpuSet& allowed, PcpuId this_cpu) const {
+  const topo::CpuSet cpus = group & allowed;
+  if (group.count() == 1) return group.first();
+  const topo::CpuSet idle = cpus & idle_;
+  if (idle.any()) return idle.first();
+  PcpuId least = this_cpu;
+  std::uint64_t min_load = std::numeric_limits<std::uint64_t>::max();
+  cpus.for_each([&](PcpuId i) {
+    if (rqs_[i].load < min_load) {
+      min_load = rqs_[i].load;
+      least = i;
+    }
+  });
+  return least;
+}
+
+PcpuId Cfs::find_idlest_cpu(PcpuId this_cpu, const topo::CpuSet& allowed) const {
+  // select_task_rq_fair(SD_BALANCE_FORK): the highest domain of a contiguous run of fork levels.
+  int top = -1;
+  for (std::uint32_t l = 0; l < levels_.size() && levels_[l].fork; ++l) top = static_cast<int>(l);
+  if (top < 0 || !spans_[levels_[top].span_of[this_cpu]].intersects(allowed)) return this_cpu;
+  PcpuId cpu = this_cpu, new_cpu = this_cpu;
+  int l = top;
+  while (l >= 0) {
+    std::uint32_t group = 0;
+    if (!find_idlest_group(static_cast<std::uint32_t>(l), cpu, allowed, group)) {
+      --l;
+      continue;
+    }
+    new_cpu = find_idlest_group_cpu(spans_[group], allowed, cpu);
+    if (new_cpu == cpu) {
+      --l;  // now try balancing at a lower domain level of cpu
+      continue;
+    }
+    // Now try balancing at a lower domain level of new_cpu.
+    const std::uint32_t weight = spans_[levels_[l].span_of[cpu]].count();
+    cpu = new_cpu;
+    l = -1;
+    for (std::uint32_t k = 0; k < levels_.size(); ++k) {
+      if (spans_[levels_[k].span_of[cpu]].count() >= weight) break;
+      if (levels_[k].fork) l = static_cast<int>(k);
+    }
+  }
+  return allowed.test(new_cpu) ? new_cpu : allowed.first();
+}
+
+// ----------------------------------------------------------------------------------------------
+// Load balancing: statistics.
+
+void Cfs::group_stats(std::uint32_t group, const topo::CpuSet& cpus, std::uint32_t pct, GroupStats& s) const {
+  // update_sg_lb_stats() with MODEL loads (no PELT): load = runnable weights, util = one CPU per
+  // busy CPU. From the span's running sums unless some of its CPUs are excluded (a retry after
+  // an all-pinned runqueue), which needs a walk.
+  const topo::CpuSet members = spans_[group] & usable_;
+  if (members.subset_of(cpus)) {
+    const SpanSums& su = sums_[group];
+    s.weight = su.weight;
+    s.nr = su.nr;
+    s.load = su.load;
+    s.idle = su.idle;
+    s.busy = su.weight - su.idle;
+  } else {
+    members.for_each([&](PcpuId i) {
+      ++s.weight;
+      if (!cpus.test(i)) return;
+      const Runqueue& rq = rqs_[i];
+      s.nr += rq.nr_running;
+      s.load += rq.load;
+      if (rq.nr_running == 0) ++s.idle;
+      else ++s.busy;
+    });
+  }
+  s.capacity = s.weight * kCapacityScale;
+  s.util = s.busy * kCapacityScale;
+  // group_classify(): group_is_overloaded / group_has_capacity.
+  if (s.nr > s.weight && s.capacity * 100 < s.util * pct) s.type = GroupType::kOverloaded;
+  else if (s.nr < s.weight || s.capacity * 100 > s.util * pct) s.type = GroupType::kHasSpare;
+  else s.type = GroupType::kFullyBusy;
+  s.avg_load = s.type == GroupType::kOverloaded ? s.load * kCapacityScale / std::max<std::uint64_t>(1, s.capacity) : 0;
+}
+
+bool Cfs::pick_busiest(const GroupStats& s, const GroupStats& busiest) {
+  // update_sd_pick_busiest()
+  if (s.nr == 0) return false;  // "Make sure that there is at least one task to pull"
+  if (s.type > busiest.type) return true;
+  if (s.type < busiest.type) return false;
+  switch (s.type) {
+    case GroupType::kOverloaded:
+    case GroupType::kFullyBusy:  // avg_load is 0 for fully busy groups: the first one stays
+      return s.avg_load > busiest.avg_load;
+    case GroupType::kHasSpare:
+      // The fewest idle CPUs, then the most running tasks.
+      if (s.idle > busiest.idle) return false;
+      if (s.idle == busiest.idle && s.nr <= busiest.nr) return false;
+      return true;
+  }
+  return false;
+}
+
+bool Cfs::find_busiest_group(LbEnv& env, std::uint32_t& busiest_span) const {
+  const Level& lv = levels_[env.level];
+  GroupStats local, busiest;
+  busiest.idle = std::numeric_limits<std::uint32_t>::max();
+  bool have_busiest = false;
+  std::uint64_t total_load = 0, total_capacity = 0;
+  for (std::uint32_t g : groups_of_[lv.span_of[env.dst]]) {
+    GroupStats s;
+    group_stats(g, env.cpus, lv.imbalance_pct, s);
+    s.span = g;
+    total_load += s.load;
+    total_capacity += s.capacity;
+    if (g == env.local_span) {
+      local = s;
+      continue;
+    }
+    if (pick_busiest(s, busiest)) {
+      busiest = s;
+      have_busiest = true;
+    }
+  }
+  if (!have_busiest) return false;  // "There is no busy sibling group to pull tasks from"
+  if (local.type > busiest.type) return false;
+  std::uint64_t sds_avg = 0;
+  if (local.type == GroupType::kOverloaded) {
+    if (local.avg_load >= busiest.avg_load) return false;
+    sds_avg = total_load * kCapacityScale / std::max<std::uint64_t>(1, total_capacity);
+    if (local.avg_load >= sds_avg) return false;
+    if (100 * busiest.avg_load <= lv.imbalance_pct * local.avg_load) return false;
+  }
+  // "Try to move all excess tasks to child's sibling domain."
+  const bool force = lv.prefer_sibling && local.type == GroupType::kHasSpare && busiest.nr > local.nr + 1;
+  if (!force && busiest.type != GroupType::kOverloaded) {
+    if (env.idle == IdleType::kNotIdle) return false;  // let an idle CPU pull
+    if (busiest.weight > 1 && local.idle <= busiest.idle + 1) return false;
+    if (busiest.nr == 1) return false;  // nothing waiting
+  }
+  // calculate_imbalance()
+  if (local.type == GroupType::kHasSpare) {
+    if (busiest.type > GroupType::kFullyBusy) {
+      // Fill the local spare capacity.
+      env.type = MigrationType::kUtil;
+      env.imbalance = static_cast<std::int64_t>(std::max(local.capacity, local.util) - local.util);
+      if (env.idle != IdleType::kNotIdle && env.imbalance == 0) {
+        env.type = MigrationType::kTask;
+        env.imbalance = 1;
+      }
+    } else {
+      env.type = MigrationType::kTask;
+      if (busiest.weight == 1 || lv.prefer_sibling) {
+        // "When prefer sibling, evenly spread running tasks on groups."
+        env.imbalance = busiest.nr > local.nr ? (busiest.nr - local.nr) >> 1 : 0;
+      } else {
+        // "If there is no overload, we just want to even the number of idle cpus."
+        env.imbalance = std::max<std::int64_t>(0, (static_cast<std::int64_t>(local.idle) - busiest.idle) >> 1);
+      }
+      if (lv.numa && busiest.nr <= kNumaImbalanceMin) env.imbalance = 0;
+    }
+  } else {
+    if (local.type < GroupType::kOverloaded) {
+      local.avg_load = local.load * kCapacityScale / std::max<std::uint64_t>(1, local.capacity);
+      sds_avg = total_load * kCapacityScale / std::max<std::uint64_t>(1, total_capacity);
+    }
+    env.type = MigrationType::kLoad;
+    const std::int64_t over = static_cast<std::int64_t>(busiest.avg_load) - static_cast<std::int64_t>(sds_avg);
+    const std::int64_t under = static_cast<std::int64_t>(sds_avg) - static_cast<std::int64_t>(local.avg_load);
+    env.imbalance = std::min(over * static_cast<std::int64_t>(busiest.capacity),
+                             under * static_cast<std::int64_t>(local.capacity)) /
+                    static_cast<std::int64_t>(kCapacityScale);
+  }
+  if (env.imbalance <= 0) return false;
+  busiest_span = busiest.span;
+  return true;
+}
+
+PcpuId Cfs::find_busiest_queue(const LbEnv& env, std::uint32_t busiest_span) const {
+  PcpuId busiest = kNoPcpu;
+  std::uint64_t busiest_load = 0;
+  std::uint32_t busiest_nr = 0;
+  (spans_[busiest_span] & env.cpus).for_each([&](PcpuId i) {
+    const Runqueue& rq = rqs_[i];
+    switch (env.type) {
+      case MigrationType::kLoad:
+        // A lone task heavier than the imbalance stays (its CPU's capacity is never reduced here).
+        if (rq.nr_running == 1 && static_cast<std::int64_t>(rq.load) > env.imbalance) return;
+        if (rq.load > busiest_load) {
+          busiest_load = rq.load;
+          busiest = i;
+        }
+        return;
+      case MigrationType::kUtil:  // MODEL: utilisations tie at capacity; the longest queue
+      case MigrationType::kTask:
+        if (rq.nr_running > busiest_nr) {
+          busiest_nr = rq.nr_running;
+          busiest = i;
+        }
+        return;
+    }
+  });
+  return busiest;
+}
+
+bool Cfs::task_hot(VcpuId v, PcpuId src, PcpuId dst) const {
+  // CACHE_HOT_BUDDY: buddies stay unless the destination is idle.
+  const Runqueue& s = rqs_[src];
+  if (rqs_[dst].nr_running > 0 && (v == s.next || v == s.last)) return true;
+  if (cfg_.migration_cost == 0) return false;
+  return hv_->now() - ents_[v].exec_start < cfg_.migration_cost;
+}
+
+bool Cfs::can_migrate(VcpuId v, PcpuId src, const LbEnv& env) const {
+  // can_migrate_task(): allowed on dst, not running, and cold -- or the level keeps failing.
+  // Under cookie-aware core scheduling a cookie that does not match dst's core counts as
+  // cache-hot (5.14 task_hot), except between SMT siblings, where task_hot answers "cold" first.
+  if (!hv_->vcpu(v).hard.test(env.dst)) return false;
+  if (rqs_[src].curr == v) return false;
+  const bool cookie_hot = levels_[env.level].kind != LevelKind::kSmt && !hv_->balance_cookie_match(env.dst, v);
+  if (!cookie_hot && !task_hot(v, src, env.dst)) return true;
+  return dom(env.dst, env.level).nr_balance_failed > levels_[env.level].cache_nice_tries;
+}
+
+VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
+  // sched_core_balance() -> steal_cookie_task() -> try_steal_cookie(): p idles under core
+  // scheduling; walk its domains bottom-up, their CPUs from p on (wrapping), for a queued (not
+  // running) entity of the core's cookie that may run on p: the best such on the first CPU that
+  // has one (sched_core_find). Untagged work is never stolen. MODEL: core_occupation is not
+  // compared, and a CPU is not skipped for holding its core_pick (there is none between picks);
+  // only a CPU that is itself forced idle steals (the kernel queues the balancer on every CPU
+  // that ends up idle while its core is in forced idle, including ones with nothing queued).
+  if (!f.match_cookie || f.cookie == 0) return kNil;
+  topo::CpuSet seen = topo::CpuSet::single(p);
+  for (std::uint32_t l = 0; l < levels_.size(); ++l) {
+    const topo::CpuSet span = spans_[levels_[l].span_of[p]] & usable_;
+    const auto scan = [&](PcpuId q) -> VcpuId {
+      if (seen.test(q)) return kNil;
+      seen.set(q);
+      const Timeline& t = rqs_[q].timeline;
+      const Timeline::Slot* best = nullptr;
+      for (std::uint32_t i = 0; i < t.size(); ++i) {
+        const Timeline::Slot& sl = t.slot(i);
+        const hv::Vcpu& e = hv_->vcpu(sl.v);
+        if (!f.allows(e) || !e.hard.test(p)) continue;
+        if (!best || Timeline::less(sl, *best)) best = &sl;
+      }
+      return best ? best->v : kNil;
+    };
+    for (PcpuId q = span.next(p + 1); q != topo::CpuSet::kNone; q = span.next(q + 1))
+      if (const VcpuId v = scan(q); v != kNil) {
+        src = q;
+        return v;
+      }
+    for (PcpuId q = span.first(); q != topo::CpuSet::kNone && q < p; q = span.next(q + 1))
+      if (const VcpuId v = scan(q); v != kNil) {
+        src = q;
+        return v;
+      }
+  }
+  return kNil;
+}
+
+VcpuId Cfs::first_detachable(const LbEnv& env, PcpuId src, const hv::PickFilter& f, bool& all_pinned) const {
+  const Runqueue& s = rqs_[src];
+  const std::uint32_t loop_max = std::min(cfg_.nr_migrate, s.nr_running);
+  const std::uint32_t tries = levels_[env.level].cache_nice_tries;
+  const std::uint32_t failed = dom(env.dst, env.level).nr_balance_failed;
+  std::uint32_t loop = 0;
+  for (VcpuId v = s.lru_tail; v != kNil; v = ents_[v].lru_prev) {
+    if (++loop > loop_max) break;
+    if (hv_->vcpu(v).hard.test(env.dst)) all_pinned = false;
+    if (!can_migrate(v, src, env) || !f.allows(hv_->vcpu(v))) continue;
+    if (env.type == MigrationType::kLoad && ents_[v].weight / 2 > env.imbalance && failed <= tries) continue;
+    if (env.type == MigrationType::kUtil && static_cast<std::int64_t>(kCapacityScale) > env.imbalance) continue;
+    return v;
+  }
+  return kNil;
+}
+
+std::uint32_t Cfs::detach_and_attach(LbEnv& env, PcpuId src, bool& all_pinned, sim::Time now) {
+  // detach_tasks() + attach_tasks().
+  Runqueue& s = rqs_[src];
+  const std::uint32_t loop_max = std::min(cfg_.nr_migrate, s.nr_running);
+  const std::uint32_t tries = levels_[env.level].cache_nice_tries;
+  const std::uint32_t failed = dom(env.dst, env.level).nr_balance_failed;
+  std::uint32_t loop = 0, detached = 0;
+  VcpuId moved[64];
+  std::uint32_t nmoved = 0;
+  while (s.lru_tail != kNil) {
+    // "We don't want to steal all, otherwise we may be treated likewise."
+    if (env.idle != IdleType::kNotIdle && s.nr_running <= 1) break;
+    const VcpuId v = s.lru_tail;
+    if (++loop > loop_max) break;
+    bool take = false;
+    if (hv_->vcpu(v).hard.test(env.dst)) all_pinned = false;
+    if (can_migrate(v, src, env)) {
+      switch (env.type) {
+        case MigrationType::kLoad:
+          // "Make sure that we don't migrate too much load."
+          if (!(ents_[v].weight / 2 > env.imbalance && failed <= tries)) {
+            env.imbalance -= ents_[v].weight;
+            take = true;
+          }
+          break;
+        case MigrationType::kUtil:
+          if (static_cast<std::int64_t>(kCapacityScale) <= env.imbalance) {
+            env.imbalance -= static_cast<std::int64_t>(kCapacityScale);
+            take = true;
+          }
+          break;
+        case MigrationType::kTask:
+          env.imbalance -= 1;
+          take = true;
+          break;
+      }
+    }
+    if (!take) {  // list_move(&p->se.group_node, tasks): to the head, examined last
+      lru_unlink(src, v);
+      lru_push_front(src, v);
+      continue;
+    }
+    move_queued(v, src, env.dst, now, /*check_preempt=*/false);
+    if (nmoved < 64) moved[nmoved++] = v;
+    ++detached;
+    if (env.imbalance <= 0) break;
+  }
+  for (std::uint32_t i = 0; i < nmoved; ++i)
+    if (ents_[moved[i]].on_rq && ents_[moved[i]].rq == env.dst) check_preempt_curr(env.dst, moved[i], now);
+  balance_migrations_ += detached;
+  return detached;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Load balancing: periodic, newly idle, active.
+
+int Cfs::load_balance(PcpuId p, std::uint32_t l, IdleType idle, bool& continue_balancing, sim::Time now) {
+  const Level& lv = levels_[l];
+  DomainState& sd = dom(p, l);
+  LbEnv env;
+  env.dst = p;
+  env.level = l;
+  env.idle = idle;
+  env.cpus = spans_[lv.span_of[p]] & usable_;
+  env.local_span = child_span(p, l);
+  const topo::CpuSet local = spans_[env.local_span] & usable_;
+  const std::uint32_t min_interval = spans_[lv.span_of[p]].count();
+  const std::uint32_t max_interval = 2 * min_interval;
+  bool all_pinned = false, active = false;
+  int moved = 0;
+
+  // should_we_balance(): the first idle CPU of the local group, else its first CPU.
+  {
+    const topo::CpuSet idle_local = local & idle_;
+    const PcpuId balance_cpu = idle_local.any() ? idle_local.first() : local.first();
+    if (balance_cpu != p) {
+      continue_balancing = false;
+      goto out_balanced;
+    }
+  }
+  for (;;) {  // redo
+    std::uint32_t busiest_span = 0;
+    if (!find_busiest_group(env, busiest_span)) goto out_balanced;
+    const PcpuId busiest = find_busiest_queue(env, busiest_span);
+    if (busiest == kNoPcpu) goto out_balanced;
+    if (rqs_[busiest].nr_running > 1) {
+      all_pinned = true;  // LBF_ALL_PINNED, cleared by any entity allowed here
+      moved = static_cast<int>(detach_and_attach(env, busiest, all_pinned, now));
+      if (all_pinned) {
+        // "All tasks on this runqueue were pinned by CPU affinity": retry without it.
+        env.cpus.reset(busiest);
+        if (!env.cpus.subset_of(local)) continue;
+        goto out_all_pinned;
+      }
+    }
+    if (moved == 0) {
+      ++sd.nr_balance_failed;
+      // need_active_balance(): only after repeated failures here (no capacity-reduced CPUs).
+      if (sd.nr_balance_failed > lv.cache_nice_tries + 2) {
+        Runqueue& b = rqs_[busiest];
+        const VcpuId bc = running_curr(busiest);
+        // "Don't kick the active_load_balance_cpu_stop, if the curr task on busiest CPU can't be
+        // moved to this_cpu."
+        if (bc == kNil || !hv_->vcpu(bc).hard.test(p)) {
+          all_pinned = true;
+          goto out_one_pinned;
+        }
+        if (!b.active_balance) {
+          b.active_balance = true;
+          b.push_cpu = p;
+          active = true;
+          act_->tickle(busiest);  // stop_one_cpu_nowait(active_load_balance_cpu_stop)
+        }
+        sd.nr_balance_failed = lv.cache_nice_tries + 1;  // "force task migration"
+      }
+    } else {
+      sd.nr_balance_failed = 0;
+    }
+    if (!active) sd.balance_interval = min_interval;  // "We were unbalanced, so reset the balancing interval"
+    else if (sd.balance_interval < max_interval) sd.balance_interval *= 2;
+    return moved;
+  }
+
+out_balanced:
+out_all_pinned:
+  sd.nr_balance_failed = 0;
+out_one_pinned:
+  // Tune up the balancing interval.
+  if ((all_pinned && sd.balance_interval < kMaxPinnedInterval) || sd.balance_interval < max_interval)
+    sd.balance_interval *= 2;
+  return 0;
+}
+
+bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& src) const {
+  // newidle_balance(): "Will wake up very soon" / nothing overloaded anywhere -> do not pull.
+  if (rqs_[p].avg_idle < cfg_.migration_cost || overloaded_.empty()) return false;
+  for (std::uint32_t l = 0; l < levels_.size(); ++l) {
+    LbEnv env;
+    env.dst = p;
+    env.level = l;
+    env.idle = IdleType::kNewlyIdle;
+    env.cpus = spans_[levels_[l].span_of[p]] & usable_;
+    env.local_span = child_span(p, l);
+    if (!(overloaded_ & env.cpus).any()) continue;  // no runqueue here has a queued entity
+    const topo::CpuSet local = spans_[env.local_span] & usable_;
+    for (;;) {
+      std::uint32_t busiest_span = 0;
+      if (!find_busiest_group(env, busiest_span)) break;
+      const PcpuId busiest = find_busiest_queue(env, busiest_span);
+      if (busiest == kNoPcpu || rqs_[busiest].nr_running <= 1) break;
+      bool all_pinned = true;
+      const VcpuId c = first_detachable(env, busiest, f, all_pinned);
+      if (c != kNil) {
+        v = c;
+        src = busiest;
+        return true;
+      }
+      if (!all_pinned) break;
+      env.cpus.reset(busiest);
+      if (env.cpus.subset_of(local)) break;
+    }
+  }
+  return false;
+}
+
+VcpuId Cfs::push_candidate(PcpuId p) const {
+  // active_load_balance_cpu_stop() -> detach_one_task(): the first entity from the tail of
+  // cfs_tasks that can_migrate_task() accepts for push_cpu (with the stopper running, the
+  // preempted entity no longer counts as running).
+  const Runqueue& rq = rqs_[p];
+  const PcpuId target = rq.push_cpu;
+  if (target == kNoPcpu || rq.nr_running == 0) return kNil;
+  std::uint32_t level = 0;
+  while (level < levels_.size() && !spans_[levels_[level].span_of[target]].test(p)) ++level;
+  if (level == levels_.size()) return kNil;
+  const bool force = dom(target, level).nr_balance_failed > levels_[level].cache_nice_tries;
+  for (VcpuId v = rq.lru_tail; v != kNil; v = ents_[v].lru_prev) {
+    if (!hv_->vcpu(v).hard.test(target)) continue;
+    if (!force && task_hot(v, p, target) && v != rq.curr) continue;
+    return v;
+  }
+  return kNil;
+}
+
+void Cfs::rebalance_domains(PcpuId p, sim::Time now) {
+  // run_rebalance_domains() -> rebalance_domains(): each level whose interval has passed.
+  const std::int64_t j = jiffies(now);
+  IdleType idle = idle_.test(p) ? IdleType::kIdle : IdleType::kNotIdle;
+  bool busy = idle != IdleType::kIdle;
+  bool continue_balancing = true;
+  std::int64_t next = j + 60 * static_cast<std::int64_t>(cfg_.hz);
+  for (std::uint32_t l = 0; l < levels_.size(); ++l) {
+    if (!continue_balancing) break;
+    DomainState& d = dom(p, l);
+    std::int64_t interval = balance_interval_jiffies(d, busy);
+    if (j >= d.last_balance + interval) {
+      if (load_balance(p, l, idle, continue_balancing, now) > 0) {
+        idle = idle_.test(p) ? IdleType::kIdle : IdleType::kNotIdle;
+        busy = idle != IdleType::kIdle;
+      }
+      d.last_balance = j;
+      interval = balance_interval_jiffies(d, busy);
+    }
+    next = std::min(next, d.last_balance + interval);
+  }
+  arm_balance(p, std::max(next, j + 1));
+}
+
+}  // namespace vcpusim::policy

@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: MIT
+// Pins the CFS model (policies/cfs.cpp, cfs_balance.cpp) to the rules of the 5.x kernel's
+// kernel/sched/fair.c (../shared/reference/linux-core-scheduling.md section 1). Each test states
+// the rule and derives the expected value from it; tolerances come from the model (the 4 ms tick
+// that slices end on, one sleeper credit):
+//   - the granularities scale by 1 + ilog2(min(ncpus, 8)) (6/0.75/1 ms on 1 CPU, 24/3/4 ms on 8+);
+//   - weights from the nice table (1024 vs 335, nice 0 vs 5) and 2:1 weights share one pCPU in
+//     proportion, within 2%;
+//   - a wakee preempts only when its vruntime lead exceeds wakeup_granularity: both sides of the
+//     line, 10 us away from it;
+//   - a long sleeper is placed at min_vruntime - latency/2 and then shares, not monopolises;
+//   - two hogs on one pCPU switch only on tick boundaries, a lone hog never;
+//   - select_idle_sibling: prev if idle, else a fully idle core, else an idle thread;
+//   - periodic (and active) balancing spreads 8 hogs forked onto one socket to 4 + 4;
+//   - sched_yield skips the yielder only within the granularity; yield_to runs the target next;
+//   - hard affinity holds on every decision, and for every queued entity, at 4x overcommit.
+// The dispatcher checks every pick itself (a violation throws hv::InvariantViolation and fails
+// the test); the checks here look again from outside, through a wrapper that sees every decision
+// and through sampling of the host state.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "guest/program.h"
+#include "hypervisor/host.h"
+#include "hypervisor/policy_api.h"
+#include "policies/cfs.h"
+#include "policies/registry.h"
+#include "sim/params.h"
+#include "sim/sim_time.h"
+#include "test_host.h"
+#include "topology/topology.h"
+
+namespace vcpusim {
+namespace {
+
+using hv::Pick;
+using hv::VcpuId;
+using policy::Cfs;
+using test::FakeGuest;
+using test::TestHost;
+
+// Delegates every hook to cfs and watches its answers: every pCPU it puts an entity on is in the
+// entity's hard affinity (pick_cpu, pick_next, set_next), and the instants at which each pCPU
+// switched to another entity.
+class Watcher final : public hv::SchedulerPolicy {
+ public:
+  explicit Watcher(std::unique_ptr<hv::SchedulerPolicy> inner) : inner_(std::move(inner)) {}
+  Cfs& cfs() { return *static_cast<Cfs*>(inner_.get()); }
+
+  std::uint64_t decisions = 0, affinity_violations = 0;
+  std::string first_violation;
+  std::vector<std::vector<sim::Time>> switches;  // per pCPU: instants of set_next to another entity
+
+  std::string_view name() const override { return inner_->name(); }
+  void attach(const hv::SchedContext& ctx) override {
+    hv_ = &ctx.hv;
+    switches.assign(ctx.hv.topology().num_threads(), {});
+    last_.assign(ctx.hv.topology().num_threads(), hv::kIdle);
+    inner_->attach(ctx);
+  }
+  void insert_vcpu(VcpuId v) override { inner_->insert_vcpu(v); }
+  hv::PcpuId pick_cpu(VcpuId v, sim::Time now) override {
+    const hv::PcpuId p = inner_->pick_cpu(v, now);
+    check(v, p, "pick_cpu");
+    return p;
+  }
+  void wake(VcpuId v, sim::Time now) override { inner_->wake(v, now); }
+  void sleep(VcpuId v, sim::Time now) override { inner_->sleep(v, now); }
+  void yield(VcpuId v, VcpuId to, sim::Time now) override { inner_->yield(v, to, now); }
+  Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override {
+    const Pick pk = inner_->pick_next(p, now, f);
+    if (pk.vcpu != hv::kIdle) check(pk.vcpu, p, "pick_next");
+    return pk;
+  }
+  void set_next(hv::PcpuId p, VcpuId v, sim::Time now) override {
+    if (v != hv::kIdle) check(v, p, "set_next");
+    if (v != last_[p] && v != hv::kIdle && last_[p] != hv::kIdle) switches[p].push_back(now);
+    last_[p] = v;
+    inner_->set_next(p, v, now);
+  }
+  void put_prev(hv::PcpuId p, VcpuId prev, sim::Time now) override { inner_->put_prev(p, prev, now); }
+  double core_priority(hv::PcpuId p, VcpuId v, bool core_wide) const override {
+    return inner_->core_priority(p, v, core_wide);
+  }
+  void on_timer(hv::TimerId t, sim::Time now) override { inner_->on_timer(t, now); }
+
+ private:
+  void check(VcpuId v, hv::PcpuId p, const char* hook) {
+    ++decisions;
+    if (hv_->vcpu(v).hard.test(p) && hv_->usable_pcpus().test(p)) return;
+    if (affinity_violations++ == 0)
+      first_violation = std::string(hook) + " put entity " + std::to_string(v) + " on pCPU " + std::to_string(p) +
+                        " at t=" + std::to_string(hv_->now());
+  }
+  std::unique_ptr<hv::SchedulerPolicy> inner_;
+  const hv::HypervisorView* hv_ = nullptr;
+  std::vector<VcpuId> last_;
+};
+
+// A host whose policy is cfs (with `params`) behind a Watcher.
+struct CfsHost {
+  explicit CfsHost(const topo::TopologySpec& spec, const sim::ParamValues& params = {}, hv::HostSpec hs = {},
+                   std::uint64_t seed = 1)
+      : watcher(new Watcher(TestHost::make_policy("cfs", params))),
+        h(spec, hs, seed, std::unique_ptr<hv::SchedulerPolicy>(watcher)) {}
+  Cfs& cfs() { return watcher->cfs(); }
+  hv::Host& host() { return h.host(); }
+  Watcher* watcher;  // owned by the host
+  TestHost h;
+};
+
+// No context-switch stall and no cold window: an entity runs exactly the work it is given, so
+// run times (and vruntimes) are computable by hand.
+hv::HostSpec exact() {
+  hv::HostSpec hs;
+  hs.exec.context_switch = 0;
+  hs.exec.cold_duration = 0;
+  return hs;
+}
+
+std::unique_ptr<guest::Program> compute_sleep(std::uint32_t threads, double compute_ns, double block_ns) {
+  return std::make_unique<guest::Program>(
+      threads, std::vector<guest::Phase>{{true, compute_ns, guest::Phase::Dist::kExp, hv::Profile::kMixed, 0.3},
+                                         {false, block_ns, guest::Phase::Dist::kExp, hv::Profile::kCpu, 0}});
+}
+
+hv::DomainSpec weighted(std::string name, std::uint32_t weight, topo::CpuSet hard = {}) {
+  hv::DomainSpec d = test::vm(std::move(name), 1, hard);
+  d.weight = weight;
+  return d;
+}
+
+// x5570_2s: socket/node 0 = threads 0-3 and 8-11, socket/node 1 = threads 4-7 and 12-15.
+bool on_socket0(hv::PcpuId p) { return (p % 8) < 4; }
+
+// ---------------------------------------------------------------------------------------------
+// Tunables.
+
+TEST(CfsTunables, GranularitiesScaleWithLogOfCpusUpToEight) {
+  // update_sysctl(): factor = 1 + ilog2(min(ncpus, 8)): 1 CPU x1, 4 CPUs x3, 16 CPUs x4;
+  // sched_nr_latency = latency / min_granularity = 8 in every case; tick = 1 s / 250.
+  const struct {
+    topo::TopologySpec spec;
+    std::int64_t factor;
+  } cases[] = {{test::flat(1), 1}, {test::two_cores_ht(), 3}, {test::x5570_2s(), 4}};
+  for (const auto& c : cases) {
+    CfsHost ch(c.spec);
+    ch.h.start();
+    EXPECT_EQ(ch.cfs().sched_latency(), sim::ms(6) * c.factor) << c.spec.name;
+    EXPECT_EQ(ch.cfs().min_granularity(), sim::us(750) * c.factor) << c.spec.name;
+    EXPECT_EQ(ch.cfs().wakeup_granularity(), sim::ms(1) * c.factor) << c.spec.name;
+    EXPECT_EQ(ch.cfs().nr_latency(), 8u) << c.spec.name;
+    EXPECT_EQ(ch.cfs().tick(), sim::ms(4));
+  }
+  sim::ParamValues none;
+  none.set("tunable_scaling", 0);
+  CfsHost ch(test::x5570_2s(), none);
+  ch.h.start();
+  EXPECT_EQ(ch.cfs().sched_latency(), sim::ms(6));
+}
+
+TEST(CfsTunables, DomainsAreSmtThenLlcThenNuma) {
+  // x5570_2s: SMT (2 threads), MC = the socket (8), NUMA = both nodes (16); DIE (the node)
+  // equals MC and is dropped as degenerate. desktop-like one socket: SMT, MC.
+  CfsHost ch(test::x5570_2s());
+  ch.h.start();
+  ASSERT_EQ(ch.cfs().num_levels(), 3u);
+  EXPECT_EQ(ch.cfs().level_kind(0), policy::cfs::LevelKind::kSmt);
+  EXPECT_EQ(ch.cfs().level_kind(1), policy::cfs::LevelKind::kMc);
+  EXPECT_EQ(ch.cfs().level_kind(2), policy::cfs::LevelKind::kNuma);
+  EXPECT_EQ(ch.cfs().domain_span(5, 0), test::cpus({5, 13}));
+  EXPECT_EQ(ch.cfs().domain_span(5, 1), test::cpus({4, 5, 6, 7, 12, 13, 14, 15}));
+  EXPECT_EQ(ch.cfs().domain_span(5, 2).count(), 16u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weights.
+
+// Two FakeGuest hogs pinned to pCPU 0 of a 1-thread machine, run for T; returns their run times.
+std::pair<double, double> share_two_hogs(std::uint32_t wa, std::uint32_t wb, const sim::ParamValues& params,
+                                         std::uint32_t* cfs_wa = nullptr, std::uint32_t* cfs_wb = nullptr) {
+  CfsHost ch(test::flat(1), params);
+  const auto a = ch.h.add_fake(weighted("a", wa));
+  const auto b = ch.h.add_fake(weighted("b", wb));
+  ch.h.start();
+  for (auto v : {a.vcpus[0], b.vcpus[0]}) {
+    ch.h.fake().set_plan(v, FakeGuest::hog());
+    ch.h.fake().kick(v);
+  }
+  ch.h.run_until(sim::seconds(10));
+  if (cfs_wa) *cfs_wa = ch.cfs().weight(a.vcpus[0]);
+  if (cfs_wb) *cfs_wb = ch.cfs().weight(b.vcpus[0]);
+  const double ra = static_cast<double>(ch.host().vcpu_stats(a.vcpus[0]).running);
+  const double rb = static_cast<double>(ch.host().vcpu_stats(b.vcpus[0]).running);
+  return {ra / (ra + rb), rb / (ra + rb)};
+}
+
+TEST(CfsWeights, NiceZeroAgainstNiceFiveShareOnePcpuByWeight) {
+  // weights=nice: Vcpu weight 256 -> 1024 (nice 0); 84 -> 1024 * 84 / 256 = 336 -> the nearest
+  // nice level, 5 = 335. vruntime grows by delta * 1024 / weight and the leftmost runs, so over
+  // 10 s the shares are 1024/1359 = 75.35% and 335/1359 = 24.65%, each within 2% of itself
+  // (slices end on 4 ms ticks; the vruntime gap stays bounded by a slice).
+  sim::ParamValues nice;
+  nice.set("weights", 1);
+  std::uint32_t wa = 0, wb = 0;
+  const auto [sa, sb] = share_two_hogs(256, 84, nice, &wa, &wb);
+  EXPECT_EQ(wa, 1024u);
+  EXPECT_EQ(wb, 335u);
+  EXPECT_NEAR(sa, 1024.0 / 1359.0, 0.02 * 1024.0 / 1359.0);
+  EXPECT_NEAR(sb, 335.0 / 1359.0, 0.02 * 335.0 / 1359.0);
+}
+
+TEST(CfsWeights, TwoToOneWeightsShareTwoToOne) {
+  // weights=linear (default): 512 -> 2048, 256 -> 1024: shares 2/3 and 1/3, within 2%.
+  std::uint32_t wa = 0, wb = 0;
+  const auto [sa, sb] = share_two_hogs(512, 256, {}, &wa, &wb);
+  EXPECT_EQ(wa, 2048u);
+  EXPECT_EQ(wb, 1024u);
+  EXPECT_NEAR(sa, 2.0 / 3.0, 0.02 * 2.0 / 3.0);
+  EXPECT_NEAR(sb, 1.0 / 3.0, 0.02 * 1.0 / 3.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wake-up preemption.
+
+// On a 1-thread machine (latency 6 ms, wakeup_granularity 1 ms, sleeper credit 3 ms): hog A runs
+// alone from t = 0; B forks (runs 1 us, blocks). At T0 = 100 ms B wakes: it is placed 3 ms behind
+// A (X - 3 ms, X = A's vruntime), preempts, runs r and blocks (before its first tick, T0 + 4 ms).
+// A runs s. At T1 = T0 + r + s B wakes again: min_vruntime = X + s, and B keeps its own
+// X - 3 ms + r (> X + s - 3 ms since r > s), so A leads it by 3 ms + s - r. Returns that lead as
+// the policy sees it and whether B preempted A.
+std::pair<std::int64_t, bool> wake_with_lead(sim::Duration r, sim::Duration s, std::uint32_t b_weight = 256) {
+  CfsHost ch(test::flat(1), {}, exact());
+  const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
+  const VcpuId b = ch.h.add_fake(weighted("b", b_weight)).vcpus[0];
+  ch.h.start();
+  ch.h.fake().set_plan(a, FakeGuest::hog());
+  ch.h.fake().set_plan(b, FakeGuest::job(1e3));
+  ch.h.fake().kick(a);
+  ch.h.fake().kick(b);
+  const sim::Time t0 = sim::ms(100);
+  ch.h.run_until(t0);
+  EXPECT_EQ(ch.host().pcpu(0).curr, a);
+  ch.h.fake().set_plan(b, FakeGuest::job(static_cast<double>(r)));
+  ch.h.fake().kick(b);
+  EXPECT_EQ(ch.cfs().vruntime(a) - ch.cfs().vruntime(b), ch.cfs().sched_latency() / 2);
+  ch.h.run_until(t0);
+  EXPECT_EQ(ch.host().pcpu(0).curr, b) << "a sleeper 3 ms behind preempts";
+  ch.h.run_until(t0 + r + s);
+  EXPECT_EQ(ch.host().pcpu(0).curr, a);
+  ch.h.fake().set_plan(b, FakeGuest::job(1e3));
+  ch.h.fake().kick(b);
+  const std::int64_t lead = ch.cfs().vruntime(a) - ch.cfs().vruntime(b);
+  ch.h.run_until(t0 + r + s);
+  return {lead, ch.host().pcpu(0).curr == b};
+}
+
+TEST(CfsWakeup, PreemptsOnlyPastTheWakeupGranularity) {
+  // check_preempt_wakeup -> wakeup_preempt_entity: preempt iff curr.vruntime - wakee.vruntime >
+  // wakeup_gran(wakee) = 1 ms (nice 0). With s = 1 ms: r = 2.99 ms gives a lead of 1.01 ms
+  // (preempts), r = 3.01 ms a lead of 0.99 ms (does not).
+  const auto [above, preempted] = wake_with_lead(sim::us(2990), sim::ms(1));
+  EXPECT_EQ(above, sim::us(1010));
+  EXPECT_TRUE(preempted) << "a lead 10 us past the granularity preempts";
+  const auto [below, kept] = wake_with_lead(sim::us(3010), sim::ms(1));
+  EXPECT_EQ(below, sim::us(990));
+  EXPECT_FALSE(kept) << "a lead 10 us short of the granularity does not preempt";
+}
+
+TEST(CfsWakeup, GranularityIsInTheWakeesVirtualTime) {
+  // wakeup_gran(se) = calc_delta_fair(1 ms, se): a wakee of weight 2048 (Vcpu weight 512) needs
+  // a lead of only 0.5 ms. Its vruntime also moves at half speed: after running r = 3 ms it is
+  // 1.5 ms further on, so woken again at once (s = 0) A leads it by 3 - 1.5 = 1.5 ms > 0.5 ms and
+  // it preempts; a nice-0 wakee with the same r and s has caught up completely (lead 0) and does
+  // not.
+  const auto [lead, preempted] = wake_with_lead(sim::ms(3), 0, 512);
+  EXPECT_EQ(lead, sim::us(1500));
+  EXPECT_TRUE(preempted);
+  const auto [lead0, preempted0] = wake_with_lead(sim::ms(3), 0, 256);
+  EXPECT_EQ(lead0, 0);
+  EXPECT_FALSE(preempted0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sleeper placement.
+
+TEST(CfsPlacement, LongSleeperIsPlacedHalfALatencyBehindAndShares) {
+  // place_entity(initial = 0) with GENTLE_FAIR_SLEEPERS: after sleeping 1 s while hog A ran, B's
+  // old vruntime is ~1 s behind; it is placed at min_vruntime - latency/2 (3 ms here), not left
+  // behind. So it preempts A, but then they alternate: over the next 200 ms B runs 100 ms plus
+  // at most its 3 ms credit and one 4 ms tick of rounding -- not 200 ms.
+  CfsHost ch(test::flat(1), {}, exact());
+  const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
+  const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
+  ch.h.start();
+  ch.h.fake().set_plan(a, FakeGuest::hog());
+  ch.h.fake().set_plan(b, FakeGuest::job(1e3));
+  ch.h.fake().kick(a);
+  ch.h.fake().kick(b);
+  ch.h.run_until(sim::seconds(1));
+  const std::int64_t before = ch.cfs().vruntime(b);
+  ch.h.fake().set_plan(b, FakeGuest::hog());
+  ch.h.fake().kick(b);
+  EXPECT_LT(before, ch.cfs().min_vruntime(0) - sim::ms(900));
+  EXPECT_EQ(ch.cfs().vruntime(b), ch.cfs().min_vruntime(0) - ch.cfs().sched_latency() / 2);
+  const sim::Duration ra = ch.host().vcpu_stats(a).running, rb = ch.host().vcpu_stats(b).running;
+  ch.h.run_until(sim::seconds(1) + sim::ms(200));
+  const sim::Duration da = ch.host().vcpu_stats(a).running - ra, db = ch.host().vcpu_stats(b).running - rb;
+  EXPECT_EQ(da + db, sim::ms(200));
+  EXPECT_LE(db, sim::ms(100) + sim::ms(3) + sim::ms(4));
+  EXPECT_GE(db, sim::ms(100) - sim::ms(4));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tick preemption.
+
+TEST(CfsTick, TwoHogsSwitchOnlyOnTicksAndALoneHogNever) {
+  // check_preempt_tick runs at the 4 ms tick: two equal hogs on one pCPU (ideal slice 3 ms on one
+  // CPU) are switched at the first tick after each ran 3 ms, i.e. every 4 ms, and only at tick
+  // instants. A lone hog is never tick-preempted (entity_tick needs nr_running > 1).
+  {
+    CfsHost ch(test::flat(1), {}, exact());
+    const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
+    const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
+    ch.h.start();
+    for (auto v : {a, b}) {
+      ch.h.fake().set_plan(v, FakeGuest::hog());
+      ch.h.fake().kick(v);
+    }
+    ch.h.run_until(sim::seconds(1));
+    const auto& sw = ch.watcher->switches[0];
+    ASSERT_GT(sw.size(), 200u);
+    for (sim::Time t : sw) EXPECT_EQ(t % sim::ms(4), 0) << "switch at " << t;
+    EXPECT_NEAR(static_cast<double>(sw.size()), 1e9 / 4e6, 2.0);
+    EXPECT_GT(ch.cfs().tick_preemptions(), 200u);
+  }
+  {
+    CfsHost ch(test::flat(1), {}, exact());
+    const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
+    ch.h.start();
+    ch.h.fake().set_plan(a, FakeGuest::hog());
+    ch.h.fake().kick(a);
+    ch.h.run_until(sim::seconds(1));
+    EXPECT_EQ(ch.host().vcpu_stats(a).context_switches, 1u);
+    EXPECT_EQ(ch.host().pcpu(0).slice_end, sim::kNever);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wake-up CPU selection.
+
+// two_cores_ht: core 0 = threads {0, 2}, core 1 = {1, 3}. W forks onto CPU 0 (the fork balancer
+// keeps it local while everything is idle), runs 1 us and blocks; then hogs start on the given
+// pinned threads; at 10 ms W wakes. Returns the pCPU W was placed on.
+hv::PcpuId wake_placement(std::initializer_list<topo::ThreadId> busy) {
+  CfsHost ch(test::two_cores_ht(), {}, exact());
+  const VcpuId w = ch.h.add_fake(test::vm("w", 1)).vcpus[0];
+  std::vector<VcpuId> hogs;
+  for (auto t : busy) hogs.push_back(ch.h.add_fake(test::vm("h" + std::to_string(t), 1, test::cpus({t}))).vcpus[0]);
+  ch.h.start();
+  ch.h.fake().set_plan(w, FakeGuest::job(1e3));
+  ch.h.fake().kick(w);
+  ch.h.run_until(sim::ms(1));
+  EXPECT_EQ(ch.host().vcpu(w).last_ran, 0u);
+  for (auto h : hogs) {
+    ch.h.fake().set_plan(h, FakeGuest::hog());
+    ch.h.fake().kick(h);
+  }
+  ch.h.run_until(sim::ms(10));
+  ch.h.fake().set_plan(w, FakeGuest::hog());
+  ch.h.fake().kick(w);
+  const hv::PcpuId chosen = ch.host().vcpu(w).pcpu;
+  ch.h.run_until(sim::ms(11));
+  EXPECT_EQ(ch.host().vcpu(w).state, hv::Runstate::kRunning);
+  EXPECT_EQ(ch.host().vcpu(w).pcpu, chosen);
+  return chosen;
+}
+
+TEST(CfsSelectIdleSibling, PrefersAnIdleCoreOverTheIdleSiblingOfABusyCore) {
+  // prev (0) busy, its sibling 2 idle, core 1 wholly idle: select_idle_core finds core 1 first.
+  EXPECT_EQ(wake_placement({0}), 1u);
+}
+
+TEST(CfsSelectIdleSibling, TakesPrevWhenIdleAndAnIdleThreadWhenNoCoreIsIdle) {
+  // prev idle: stays (cache-hot), even with a whole idle core elsewhere.
+  EXPECT_EQ(wake_placement({1}), 0u);
+  // No idle core (0 and 1 busy): select_idle_cpu takes the first idle thread after prev: 2.
+  EXPECT_EQ(wake_placement({0, 1}), 2u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load balancing.
+
+TEST(CfsBalance, SpreadsEightHogsForkedOntoOneSocketOverBothSockets) {
+  // x5570_2s, one VM of 8 unpinned hogs. Forked from CPU 0, find_idlest_cpu keeps them on node 0
+  // while it has an idle CPU (NUMA groups: "keep the task on this node"), filling its 4 cores x 2
+  // threads: 8 hogs on one socket, the other idle. Periodic balancing at the NUMA level (local
+  // group has spare, busiest has 8 > 0 + 1 tasks, prefer_sibling: imbalance (8 - 0) / 2 = 4) finds
+  // only running tasks, fails, and after cache_nice_tries + 2 = 4 failures actively pushes one;
+  // then the MC level spreads within the socket (prefer_sibling again). Expected: after 5 s,
+  // 4 hogs per socket, one per core, so every hog has a core to itself, and it stays so.
+  CfsHost ch(test::x5570_2s());
+  const auto vm = ch.h.add_fake(test::vm("hogs", 8));
+  ch.h.start();
+  for (auto v : vm.vcpus) {
+    ch.h.fake().set_plan(v, FakeGuest::hog());
+    ch.h.fake().kick(v);
+  }
+  ch.h.run_until(sim::ms(1));
+  for (auto v : vm.vcpus) EXPECT_TRUE(on_socket0(ch.host().vcpu(v).pcpu)) << "vCPU " << v << " forked off socket 0";
+  ch.h.run_until(sim::seconds(5));
+  EXPECT_GT(ch.cfs().active_migrations(), 0u);
+  ch.h.run_sampled(sim::seconds(6), sim::ms(10), [&] {
+    std::uint32_t s0 = 0;
+    topo::CpuSet cores;
+    for (auto v : vm.vcpus) {
+      const hv::Vcpu& e = ch.host().vcpu(v);
+      ASSERT_EQ(e.state, hv::Runstate::kRunning);
+      s0 += on_socket0(e.pcpu);
+      cores.set(ch.h.topology().core_of(e.pcpu));
+    }
+    ASSERT_EQ(s0, 4u) << "at t=" << ch.host().now();
+    ASSERT_EQ(cores.count(), 8u) << "at t=" << ch.host().now();
+  });
+}
+
+TEST(CfsBalance, IdleCpuPullsQueuedWorkImmediately) {
+  // Newly-idle balancing: 2 unpinned hogs fork onto pCPU 0 of a flat(2) machine while a 20 ms
+  // job pinned to pCPU 1 runs (the fork balancer does not move a task to an equally busy CPU);
+  // when the job ends, pCPU 1 goes idle and pulls the waiting hog at once (avg_idle starts at
+  // 2 x migration_cost >= migration_cost, and the waiting hog stopped running > 0.5 ms ago: cold).
+  CfsHost ch(test::flat(2), {}, exact());
+  const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
+  const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
+  const VcpuId j = ch.h.add_fake(test::vm("j", 1, test::cpus({1}))).vcpus[0];
+  ch.h.start();
+  ch.h.fake().set_plan(j, FakeGuest::job(20e6));
+  ch.h.fake().kick(j);
+  for (auto v : {a, b}) {
+    ch.h.fake().set_plan(v, FakeGuest::hog());
+    ch.h.fake().kick(v);
+  }
+  ch.h.run_until(sim::ms(19));
+  EXPECT_EQ(ch.host().vcpu(a).pcpu, 0u);
+  EXPECT_EQ(ch.host().vcpu(b).pcpu, 0u);
+  ch.h.run_until(sim::ms(20));
+  EXPECT_EQ(ch.host().pcpu(0).curr != hv::kIdle && ch.host().pcpu(1).curr != hv::kIdle, true);
+  EXPECT_EQ(ch.cfs().newidle_pulls(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Yield.
+
+TEST(CfsYield, SchedYieldRunsAFarBehindYielderAgain) {
+  // yield_task_fair marks the yielder skip buddy; pick_next_entity skips it only if the second is
+  // within wakeup_gran of it. B wakes 3 ms behind A, preempts, and yields at once: A is 3 ms > 1 ms
+  // ahead, so B runs again (no vruntime penalty in CFS's yield).
+  CfsHost ch(test::flat(1), {}, exact());
+  const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
+  const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
+  ch.h.start();
+  ch.h.fake().set_plan(a, FakeGuest::hog());
+  ch.h.fake().set_plan(b, FakeGuest::job(1e3));
+  ch.h.fake().kick(a);
+  ch.h.fake().kick(b);
+  ch.h.run_until(sim::ms(100));
+  ch.h.fake().set_plan(b, FakeGuest::hog());
+  ch.h.fake().kick(b);
+  ch.h.run_until(sim::ms(100));
+  ASSERT_EQ(ch.host().pcpu(0).curr, b);
+  ch.host().yield(b, hv::kIdle);
+  ch.h.run_until(sim::ms(100));
+  EXPECT_EQ(ch.host().pcpu(0).curr, b);
+  // Mid-slice, once B has caught up past A, a yield hands the pCPU over.
+  ch.h.run_until(sim::ms(103) + sim::us(500));
+  ASSERT_EQ(ch.host().pcpu(0).curr, b);
+  ch.host().yield(b, hv::kIdle);
+  ch.h.run_until(sim::ms(103) + sim::us(500));
+  EXPECT_EQ(ch.host().pcpu(0).curr, a);
+}
+
+TEST(CfsYield, DirectedYieldRunsTheTargetNext) {
+  // yield_to (KVM's directed yield): the target becomes the next buddy, the yielder the skip
+  // buddy; the target runs next if within wakeup_gran of the leftmost. With a 50 ms granularity
+  // three equal hogs are always within it: after yield_to(T), T runs, whichever waiter it is.
+  sim::ParamValues p;
+  p.set("wakeup_granularity", 50e6);
+  CfsHost ch(test::flat(1), p, exact());
+  std::vector<VcpuId> v;
+  for (int i = 0; i < 3; ++i) v.push_back(ch.h.add_fake(test::vm("h" + std::to_string(i), 1)).vcpus[0]);
+  ch.h.start();
+  for (auto x : v) {
+    ch.h.fake().set_plan(x, FakeGuest::hog());
+    ch.h.fake().kick(x);
+  }
+  for (int round = 0; round < 20; ++round) {
+    const sim::Time t = sim::ms(50) + round * sim::us(7300);
+    ch.h.run_until(t);
+    const VcpuId cur = ch.host().pcpu(0).curr;
+    ASSERT_NE(cur, hv::kIdle);
+    // The waiter with the larger vruntime: not the leftmost.
+    VcpuId target = hv::kIdle;
+    for (auto x : v)
+      if (x != cur && (target == hv::kIdle || ch.cfs().vruntime(x) > ch.cfs().vruntime(target))) target = x;
+    ch.host().yield(cur, target);
+    ch.h.run_until(t);
+    EXPECT_EQ(ch.host().pcpu(0).curr, target) << "round " << round;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Core scheduling's priority.
+
+TEST(CfsCorePriority, NaiveIsMinusVruntimeCoreWideIsLagBehindOwnMinVruntime) {
+  // cfs_prio_less: naive compares raw vruntimes; core_wide compares each entity's vruntime
+  // relative to its own runqueue's min_vruntime.
+  CfsHost ch(test::flat(2), {}, exact());
+  std::vector<VcpuId> v;
+  for (int i = 0; i < 3; ++i) v.push_back(ch.h.add_fake(test::vm("h" + std::to_string(i), 1)).vcpus[0]);
+  ch.h.start();
+  for (auto x : v) {
+    ch.h.fake().set_plan(x, FakeGuest::hog());
+    ch.h.fake().kick(x);
+  }
+  ch.h.run_until(sim::ms(77));
+  for (auto x : v) {
+    const hv::PcpuId r = ch.cfs().runqueue_of(x);
+    ASSERT_NE(r, hv::kNoPcpu);
+    EXPECT_EQ(ch.cfs().core_priority(r, x, false), -static_cast<double>(ch.cfs().vruntime(x)));
+    EXPECT_EQ(ch.cfs().core_priority(r, x, true),
+              -static_cast<double>(ch.cfs().vruntime(x) - ch.cfs().min_vruntime(r)));
+  }
+}
+
+TEST(CfsCorePriority, PickHonoursTheCookieFilterWithoutCommitting) {
+  // pick_next only chooses, so the core-scheduling mechanism may ask it with a cookie filter: the
+  // answer is the best entity of that cookie (current included), or idle; asking changes nothing
+  // (the next real schedule picks as before).
+  CfsHost ch(test::flat(1), {}, exact());
+  std::vector<VcpuId> v;
+  for (int i = 0; i < 4; ++i) {
+    hv::DomainSpec d = test::vm("c" + std::to_string(i), 1);
+    d.cookie = 1 + i % 2;
+    v.push_back(ch.h.add_fake(d).vcpus[0]);
+  }
+  ch.h.start();
+  for (auto x : v) {
+    ch.h.fake().set_plan(x, FakeGuest::hog());
+    ch.h.fake().kick(x);
+  }
+  for (int round = 0; round < 50; ++round) {
+    const sim::Time t = sim::ms(20) + round * sim::us(3100);
+    ch.h.run_until(t);
+    const VcpuId cur = ch.host().pcpu(0).curr;
+    ASSERT_NE(cur, hv::kIdle);
+    for (std::uint64_t cookie : {1u, 2u, 3u}) {
+      const hv::Pick pk = ch.cfs().pick_next(0, t, hv::PickFilter{true, cookie});
+      if (cookie == 3) {
+        EXPECT_EQ(pk.vcpu, hv::kIdle);
+        continue;
+      }
+      ASSERT_NE(pk.vcpu, hv::kIdle);
+      EXPECT_EQ(ch.host().vcpu(pk.vcpu).cookie, cookie);
+      if (ch.host().vcpu(cur).cookie == cookie) continue;
+      // Another cookie than the current's: the leftmost waiter of that cookie.
+      VcpuId best = hv::kIdle;
+      for (auto x : v)
+        if (x != cur && ch.host().vcpu(x).cookie == cookie &&
+            (best == hv::kIdle || ch.cfs().vruntime(x) < ch.cfs().vruntime(best)))
+          best = x;
+      EXPECT_EQ(pk.vcpu, best);
+    }
+    EXPECT_EQ(ch.host().pcpu(0).curr, cur);
+    ASSERT_EQ(ch.cfs().check_consistency(), "");
+  }
+  // Four equal hogs still share equally (25% each within 2%): the asking disturbed nothing.
+  ch.h.run_until(sim::seconds(5));
+  for (auto x : v)
+    EXPECT_NEAR(static_cast<double>(ch.host().vcpu_stats(x).running) / sim::seconds(5), 0.25, 0.005);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hard affinity, everywhere.
+
+topo::CpuSet node_threads(std::uint32_t n) {
+  topo::CpuSet s;
+  for (topo::ThreadId t = 0; t < 16; ++t)
+    if ((t % 8) / 4 == n) s.set(t);
+  return s;
+}
+
+TEST(CfsAffinity, HonouredOnEveryDecisionAndEveryQueueAt4xOvercommit) {
+  // System: x5570_2s (16 threads), 64 vCPUs: 4 VMs x 4 vCPUs pinned to one node (sysbench-cpu),
+  // 4 VMs x 4 vCPUs each pinned to one thread (compute/sleep: many wake-ups), 4 VMs x 4 unpinned
+  // (sysbench-memory), 4 VMs x 4 unpinned (compute/sleep with 6 threads). Wake placement, fork
+  // placement, newly-idle pulls, periodic pulls and active pushes all run.
+  // Expectations over 4 s: every pick_cpu / pick_next / set_next is inside hard affinity (the
+  // wrapper), and at every 100 us sample every runnable or running entity is on a runqueue of
+  // its hard set and runs inside it; CPU time is conserved.
+  CfsHost ch(test::x5570_2s(), {}, {}, 7);
+  for (std::uint32_t i = 0; i < 4; ++i)
+    ch.h.add_vm(test::vm("node" + std::to_string(i), 4, node_threads(i % 2)),
+                test::workload("sysbench-cpu", {{"threads", 4}}));
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    hv::DomainSpec d = test::vm("pin" + std::to_string(i), 4);
+    for (std::uint32_t k = 0; k < 4; ++k) d.hard.push_back(topo::CpuSet::single((5 * i + 3 * k) % 16));
+    ch.h.add_vm(d, compute_sleep(4, 400e3, 600e3));
+  }
+  for (std::uint32_t i = 0; i < 4; ++i)
+    ch.h.add_vm(test::vm("mem" + std::to_string(i), 4), test::workload("sysbench-memory", {{"threads", 4}}));
+  for (std::uint32_t i = 0; i < 4; ++i) ch.h.add_vm(test::vm("web" + std::to_string(i), 4), compute_sleep(6, 300e3, 300e3));
+  ASSERT_EQ(ch.host().num_vcpus(), 64u);
+  ch.h.start();
+  std::uint64_t running_seen = 0;
+  std::uint64_t samples = 0;
+  ch.h.run_sampled(sim::seconds(4), sim::us(100), [&] {
+    if (++samples % 16 == 0) {
+      ASSERT_EQ(ch.cfs().check_consistency(), "") << "at t=" << ch.host().now();
+    }
+    for (VcpuId v = 0; v < ch.host().num_vcpus(); ++v) {
+      const hv::Vcpu& e = ch.host().vcpu(v);
+      if (e.state == hv::Runstate::kBlocked) continue;
+      const hv::PcpuId rq = ch.cfs().runqueue_of(v);
+      ASSERT_NE(rq, hv::kNoPcpu) << "entity " << v << " runnable on no runqueue";
+      ASSERT_TRUE(e.hard.test(rq)) << "entity " << v << " queued on pCPU " << rq << " at t=" << ch.host().now();
+      if (e.state == hv::Runstate::kRunning) {
+        ++running_seen;
+        ASSERT_EQ(rq, e.pcpu);
+        ASSERT_EQ(ch.host().pcpu(e.pcpu).curr, v);
+      }
+    }
+  });
+  EXPECT_EQ(ch.watcher->affinity_violations, 0u) << ch.watcher->first_violation;
+  EXPECT_GT(ch.watcher->decisions, 10'000u);
+  // Work-conserving enough: the 16 threads were busy nearly all the time.
+  EXPECT_GT(running_seen, 40'000u * 16 * 9 / 10);
+  EXPECT_GT(ch.cfs().wakeup_preemptions(), 1000u);
+  EXPECT_GT(ch.cfs().newidle_pulls() + ch.cfs().balance_migrations(), 0u);
+  EXPECT_NO_THROW(ch.host().check_conservation());
+}
+
+}  // namespace
+}  // namespace vcpusim
