@@ -209,9 +209,11 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
 }
 
 GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology& t, const topo::CpuSet& usable,
-                     std::uint32_t& vm_index, std::vector<std::uint32_t>& placed) {
-  if (bare_metal) only_keys(r, {"name", "count", "affinity", "memory", "workload", "cookie"});
-  else only_keys(r, {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload", "cookie"});
+                     std::uint32_t& vm_index, std::vector<std::uint32_t>& placed, bool allow_cookie = false) {
+  std::vector<std::string> keys{"name", "count", "affinity", "memory", "workload"};
+  if (!bare_metal) keys = {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload"};
+  if (allow_cookie) keys.emplace_back("cookie");  // only with host.core_scheduling: cookie
+  only_keys(r, keys);
   GroupSpec g;
   g.bare_metal = bare_metal;
   const YamlReader name = r.at("name");
@@ -453,7 +455,8 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     const YamlReader list = root.at(key);
     list.require_sequence();
     for (std::size_t i = 0; i < list.size(); ++i) {
-      GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed);
+      GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
+                               s.host.core_sched.enabled);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
       entities += g.count * g.vcpus;
       cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);

@@ -38,10 +38,21 @@ void Host::schedule(PcpuId p) {
   Pcpu& pc = pcpus_[p];
   pc.resched_pending = false;
   if (!pc.usable) violation("usable-thread", kIdle, p, "schedule on a disabled SMT thread");
+  if (core_sched_on()) {
+    core_schedule(p);  // core_sched.cpp: the core-wide pick, commits every sibling
+    return;
+  }
   const VcpuId prev = pc.curr;
   const PickFilter filter{};
   const Pick pick = policy_->pick_next(p, now_, filter);
   check_pick(p, prev, pick, filter);
+  commit(p, prev, pick);
+}
+
+// Commits a checked pick on p: switches prev out and pick.vcpu in (if they differ), tells the
+// policy (set_next) and arms the slice timer.
+void Host::commit(PcpuId p, VcpuId prev, const Pick& pick) {
+  Pcpu& pc = pcpus_[p];
   const VcpuId next = pick.vcpu;
 
   if (next != prev) {
@@ -73,6 +84,22 @@ void Host::schedule(PcpuId p) {
       guests_[nv.domain]->on_vcpu_scheduled(next, false);
     }
   }
+}
+
+// Core scheduling: takes p's current entity off at once (it is Runnable again, handed back to
+// the policy), before the core-wide pick switches in an entity of another cookie on a sibling.
+void Host::evict(PcpuId p) {
+  Pcpu& pc = pcpus_[p];
+  const VcpuId prev = pc.curr;
+  if (prev == kIdle) return;
+  Vcpu& pv = vcpus_[prev];
+  stop_progress(pv);
+  set_runstate(pv, Runstate::kRunnable);
+  switch_out(p, prev);
+  ++pc.slice_gen;
+  pc.slice_end = sim::kNever;
+  if (trace_) trace_->instant("preempt", prev, p, now_);
+  guests_[pv.domain]->on_vcpu_preempted(prev);
 }
 
 // Takes `prev` (already Runnable or Blocked) off p; p is idle until the next switch_in.

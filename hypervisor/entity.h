@@ -72,6 +72,12 @@ struct Pcpu {
   sim::Duration busy = 0;           ///< time an entity occupied it
   sim::Time busy_since = 0;
   std::uint64_t switches = 0;       ///< context switches it performed
+  // Core scheduling (core_sched.cpp): forced idle = idle by the core-wide pick although the
+  // policy had a runnable entity for it (of another cookie than the core's).
+  bool forced_idle = false;         ///< in a forced-idle episode now
+  sim::Time fi_since = 0;           ///< when the current episode began
+  DomainId fi_domain = 0;           ///< domain of the entity refused when the episode began
+  sim::Duration forced_idle_time = 0;  ///< closed episodes, summed
 };
 
 struct Domain {
@@ -85,6 +91,8 @@ struct Domain {
   std::vector<double> memory_on_node;
   /// excess[n]: sum_j memory_on_node[j] * (latency_ratio(n, j) - 1), precomputed per node n.
   std::vector<double> numa_excess;
+  /// Core scheduling: time a sibling idled while this domain's entity was refused (closed episodes).
+  sim::Duration forced_idle = 0;
 };
 
 }  // namespace vcpusim::hv

@@ -72,7 +72,7 @@ DomainId Host::add_domain(const DomainSpec& spec, GuestHooks* guest) {
     v.domain = d.id;
     v.index = i;
     v.weight = spec.weight;
-    v.cookie = spec.cookie;
+    v.cookie = i < spec.cookies.size() ? spec.cookies[i] : spec.cookie;
     v.hard = (i < spec.hard.size() ? spec.hard[i] : usable_) & usable_;
     v.soft = (i < spec.soft.size() ? spec.soft[i] : usable_) & usable_;
     if (v.hard.empty())
@@ -94,6 +94,18 @@ void Host::start() {
   for (VcpuId v = 0; v < vcpus_.size(); ++v) policy_->insert_vcpu(v);
   vcpu_base_.assign(vcpus_.size(), VcpuStats{});
   pcpu_base_.assign(pcpus_.size(), 0);
+  core_gen_.assign(pcpus_.size(), 0);
+  core_task_seq_.assign(pcpus_.size(), 0);
+  decided_seq_.assign(pcpus_.size(), 0);
+  decided_at_.assign(pcpus_.size(), sim::kNever);
+  fi_seq_.assign(pcpus_.size(), 0);
+  last_busy_.assign(pcpus_.size(), 0);
+  fi_credit_.assign(pcpus_.size(), 0.0);
+  allowance_.assign(pcpus_.size(), static_cast<double>(spec_.core_sched.fi_allowance));
+  snap_.assign(vcpus_.size(), 0.0);
+  snap_seq_.assign(vcpus_.size(), 0);
+  pcpu_fi_base_.assign(pcpus_.size(), 0);
+  dom_fi_base_.assign(domains_.size(), 0);
   if (spec_.warmup > 0) queue_.push(spec_.warmup, sim::Phase::kStats, kMeasureStart, 0, 0);
 }
 
@@ -133,7 +145,9 @@ void Host::dispatch(const sim::Event& e) {
     }
     case kResched: {
       if (!pcpus_[e.target].resched_pending) break;
+      via_tickle_ = true;
       schedule(e.target);
+      via_tickle_ = false;
       return;
     }
     case kPolicyTimer:
@@ -145,6 +159,10 @@ void Host::dispatch(const sim::Event& e) {
       return;
     case kMeasureStart:
       start_measurement();
+      return;
+    case kCoreRepick:
+      if (core_gen_[e.target] != e.gen) break;
+      core_repick(e.target);
       return;
   }
   ++stale_;
@@ -159,6 +177,12 @@ void Host::start_measurement() {
   for (PcpuId p = 0; p < pcpus_.size(); ++p) {
     pcpu_base_[p] = 0;
     pcpu_base_[p] = pcpu_busy(p);
+    pcpu_fi_base_[p] = 0;
+    pcpu_fi_base_[p] = pcpu_forced_idle(p);
+  }
+  for (DomainId d = 0; d < domains_.size(); ++d) {
+    dom_fi_base_[d] = 0;
+    dom_fi_base_[d] = domain_forced_idle(d);
   }
 }
 
@@ -239,6 +263,17 @@ void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_i
   if (changed) retime_siblings(v.pcpu);
 }
 
+void Host::set_preempted_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity) {
+  Vcpu& v = vcpus_[id];
+  if (v.state != Runstate::kRunnable)
+    violation("runnable-pick", id, v.pcpu, "guest replaced the work of a vCPU that is not preempted");
+  // Not running: no progress, no pending completion, no bandwidth drawn (stop_progress at
+  // switch-out). The dispatcher re-times the new segment at the next switch-in.
+  v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, 0.0, true};
+  v.done_at = sim::kNever;
+  ++v.work_gen;
+}
+
 void Host::halt(VcpuId id) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning)
@@ -249,6 +284,7 @@ void Host::halt(VcpuId id) {
   set_runstate(v, Runstate::kBlocked);
   if (trace_) trace_->instant("halt", id, p, now_);
   policy_->sleep(id, now_);
+  core_task_changed(p);
   switch_out(p, id);
   tickle(p);
 }
@@ -264,6 +300,7 @@ void Host::kick(VcpuId id) {
   ++v.wakeups;
   if (trace_) trace_->instant("wake", id, p, now_);
   set_runstate(v, Runstate::kRunnable);
+  core_task_changed(p);
   policy_->wake(id, now_);
 }
 
@@ -271,6 +308,7 @@ void Host::yield(VcpuId id, VcpuId to) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning) return;
   policy_->yield(id, to, now_);
+  core_task_changed(v.pcpu);
   tickle(v.pcpu);
 }
 

@@ -9,6 +9,9 @@
 //   one-per-thread  an entity runs on at most one pCPU, a pCPU runs at most one entity;
 //   runnable-pick   a policy picks only Runnable entities (or keeps the current Running one);
 //   usable-thread   nothing runs on a thread disabled by nosmt;
+//   cookie-compatible  under core scheduling, never two different cookies running on one core
+//                   at the same instant (checked after every core-wide pick, which commits
+//                   every sibling of the core at one instant; see core_sched.cpp);
 //   cpu-conserved   at the end, entity run time equals pCPU busy time, and every entity's
 //                   running + runnable + blocked time equals the elapsed time.
 #pragma once
@@ -19,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "hypervisor/core_sched.h"
 #include "hypervisor/entity.h"
 #include "hypervisor/exec_model.h"
 #include "hypervisor/policy_api.h"
@@ -34,6 +38,7 @@ struct HostSpec {
   bool smt = true;            ///< false: nosmt, only the first thread of each core is usable
   ExecParams exec;
   sim::Duration warmup = 0;   ///< accounting restarts here; guests count results from here
+  CoreSchedParams core_sched; ///< core scheduling (enabled = false: off)
 };
 
 struct DomainSpec {
@@ -43,6 +48,8 @@ struct DomainSpec {
   std::uint32_t weight = 256;
   std::uint32_t cap_pct = 0;  ///< % of one pCPU the whole domain may use (0 = uncapped)
   std::uint64_t cookie = 0;
+  /// Per-entity cookies (core scheduling per task; empty: every entity has `cookie`).
+  std::vector<std::uint64_t> cookies;
   /// Per-entity hard and soft affinity (size vcpus; empty: every usable thread).
   std::vector<topo::CpuSet> hard, soft;
   /// Share of memory per node (size nodes, sums to 1; empty: all on node 0).
@@ -92,6 +99,14 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// Bandwidth (MB/s) the running work asks of node n now (for reports and tests).
   double bandwidth_load(NodeIdx n) const { return node_load_[n]; }
   std::uint64_t events_stale() const { return stale_; }
+  // Core scheduling results over the measured interval (0 when it is off).
+  /// Time pCPU p spent forced idle (idle while the policy had a runnable entity for it).
+  sim::Duration pcpu_forced_idle(PcpuId p) const;
+  /// Time a sibling idled while an entity of domain d was refused by the core-wide pick.
+  sim::Duration domain_forced_idle(DomainId d) const;
+  const CoreSchedParams& core_sched() const { return spec_.core_sched; }
+  /// Number of core-wide picks (the slow path, siblings asked) so far.
+  std::uint64_t core_picks() const { return core_picks_; }
   SchedulerPolicy& policy() { return *policy_; }
   /// Attach an observer (not owned; nullptr detaches). See trace_sink.h.
   void set_trace(TraceSink* sink) { trace_ = sink; }
@@ -110,6 +125,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   const topo::CpuSet& usable_pcpus() const override { return usable_; }
   const topo::CpuSet& idle_pcpus() const override { return idle_; }
   sim::Time now() const override { return now_; }
+  bool wake_cookie_match(PcpuId p, VcpuId v) const override;
+  bool balance_cookie_match(PcpuId p, VcpuId v) const override;
 
   // SchedActions
   void tickle(PcpuId p) override;
@@ -127,6 +144,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning; }
   bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked; }
   void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) override;
+  void set_preempted_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
+  sim::Duration run_time(VcpuId v) const override { return vcpus_[v].clock.total(0, now_); }
 
   /// Guest-initiated yield of a running vCPU (optionally directed at `to`).
   void yield(VcpuId v, VcpuId to);
@@ -140,6 +159,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
     kPolicyTimer,   // target timer id, gen timer generation
     kGuestTimer,    // target domain, gen = the guest's token
     kMeasureStart,  // end of warm-up
+    kCoreRepick,    // target: a core's first thread, gen core_gen_ (core scheduling tick)
   };
 
   void dispatch(const sim::Event& e);
@@ -148,6 +168,21 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void check_pick(PcpuId p, VcpuId prev, const Pick& pick, const PickFilter& f) const;
   void switch_out(PcpuId p, VcpuId prev);
   void switch_in(PcpuId p, VcpuId next);
+  void commit(PcpuId p, VcpuId prev, const Pick& pick);
+  void evict(PcpuId p);
+  // Core scheduling (core_sched.cpp).
+  bool core_sched_on() const { return spec_.core_sched.enabled && topo_.threads_per_core() > 1; }
+  void core_schedule(PcpuId p);
+  double core_prio(PcpuId s, VcpuId v, bool fi_before, PcpuId leader) const;
+  bool core_beats(PcpuId cs, VcpuId c, PcpuId ms, VcpuId m, bool fi_before, PcpuId leader) const;
+  bool core_account(const topo::CpuSet& core);
+  void check_cookies(PcpuId p) const;
+  bool core_runs_other_cookie(PcpuId p, std::uint64_t cookie) const;
+  void core_repick(PcpuId leader);
+  void core_task_changed(PcpuId p) {
+    if (core_sched_on() && p != kNoPcpu) ++core_task_seq_[topo_.smt_mask(p).first()];
+  }
+  sim::Duration busy_total(PcpuId p) const;
   void set_runstate(Vcpu& v, Runstate s);
   [[noreturn]] void violation(const char* rule, VcpuId v, PcpuId p, const std::string& detail) const;
   // The execution model (execution.cpp).
@@ -187,6 +222,21 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   TraceSink* trace_ = nullptr;
   std::vector<VcpuStats> vcpu_base_;
   std::vector<sim::Duration> pcpu_base_;
+
+  // Core scheduling state (core_sched.cpp); per-core entries are indexed by the core's first thread.
+  std::uint64_t core_picks_ = 0;
+  bool via_tickle_ = false;                   ///< schedule() runs for a tickle (kResched)
+  std::vector<std::uint64_t> core_task_seq_;  ///< per core: wake/sleep/yield count (Linux core_task_seq)
+  std::vector<std::uint64_t> decided_seq_;    ///< per pCPU: core_task_seq_ + 1 when a pick decided it
+  std::vector<sim::Time> decided_at_;         ///< per pCPU: when
+  std::vector<std::uint64_t> core_gen_;       ///< generation of the core's pending re-pick
+  std::vector<std::uint64_t> fi_seq_;         ///< forced-idle episode number (kFiSnapshot)
+  std::vector<sim::Duration> last_busy_;      ///< per pCPU: busy time at the last core pick
+  std::vector<double> fi_credit_;             ///< per pCPU: kFiTime credit (ns)
+  std::vector<double> allowance_;             ///< per pCPU: kFiBudget allowance (ns)
+  std::vector<double> snap_;                  ///< per entity: naive priority at episode start
+  std::vector<std::uint64_t> snap_seq_;       ///< per entity: the episode snap_ belongs to (+1)
+  std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_;
 };
 
 }  // namespace vcpusim::hv

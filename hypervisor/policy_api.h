@@ -54,6 +54,14 @@ class HypervisorView {
   /// Usable pCPUs that run nothing now.
   virtual const topo::CpuSet& idle_pcpus() const = 0;
   virtual sim::Time now() const = 0;
+  /// Core scheduling, cookie-aware wake-up placement (Linux sched_cpu_cookie_match): false when
+  /// core scheduling with cookie-aware wake-up is on and p's core runs another cookie than v's;
+  /// true otherwise (also for a wholly idle core). Policies consult it in their idle-CPU scan.
+  virtual bool wake_cookie_match(PcpuId /*p*/, VcpuId /*v*/) const { return true; }
+  /// Core scheduling, cookie-aware balancing (RFC v5 can_migrate_task / mainline task_hot):
+  /// false when core scheduling with a cookie-aware balance mode is on and p's core runs another
+  /// cookie than v's. Policies consult it before pulling v onto p.
+  virtual bool balance_cookie_match(PcpuId /*p*/, VcpuId /*v*/) const { return true; }
 };
 
 /// The port through which a policy acts.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 
 #include "hypervisor/exec_model.h"
 #include "hypervisor/ids.h"
@@ -35,6 +36,17 @@ class GuestPort {
   virtual bool is_blocked(VcpuId v) const = 0;
   /// Call GuestHooks::on_timer(token) at `when` (>= now).
   virtual void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) = 0;
+  /// Replace the unfinished segment of a vCPU that is preempted (Runnable, not on a pCPU): the
+  /// new segment runs when the host next puts v on a pCPU (no on_vcpu_scheduled call then, as
+  /// for any kept work). Guest spinlocks use it to hand a lock to a waiter that the host has
+  /// preempted mid-spin (lock-waiter preemption). Throws unless v is Runnable.
+  virtual void set_preempted_work(VcpuId /*v*/, double /*work_ref_ns*/, Profile /*profile*/,
+                                  double /*mem_intensity*/) {
+    throw std::logic_error("this host does not support set_preempted_work");
+  }
+  /// Total time v has spent on a pCPU since the start (including the current stretch): guests
+  /// measure the CPU time a spin burned from it without any event while it spins.
+  virtual sim::Duration run_time(VcpuId /*v*/) const { return 0; }
 };
 
 class GuestHooks {

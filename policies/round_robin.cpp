@@ -51,6 +51,7 @@ void RoundRobin::insert_vcpu(VcpuId v) {
     next_.resize(v + 1, kNil);
     prev_.resize(v + 1, kNil);
     queued_on_.resize(v + 1, kNoPcpu);
+    since_.resize(v + 1, 0);
   }
 }
 
@@ -60,6 +61,7 @@ void RoundRobin::enqueue(PcpuId p, VcpuId v) {
   if (tail_[p] != kNil) next_[tail_[p]] = v; else head_[p] = v;
   tail_[p] = v;
   queued_on_[v] = p;
+  since_[v] = hv_->now();
   ++len_[p];
   nonempty_.set(p);
 }
@@ -76,7 +78,9 @@ void RoundRobin::dequeue(VcpuId v) {
 VcpuId RoundRobin::first_fit(PcpuId p, PcpuId on, const hv::PickFilter& f) const {
   for (VcpuId v = head_[p]; v != kNil; v = next_[v]) {
     const hv::Vcpu& e = hv_->vcpu(v);
-    if (e.hard.test(on) && f.allows(e)) return v;
+    // Core scheduling: stealing onto a core that runs another cookie may be refused (a no-op
+    // unless cookie-aware balancing is on; a pCPU's own queue is never refused).
+    if (e.hard.test(on) && f.allows(e) && (p == on || hv_->balance_cookie_match(on, v))) return v;
   }
   return kNil;
 }
@@ -88,7 +92,14 @@ PcpuId RoundRobin::pick_cpu(VcpuId v, sim::Time) {
   const PcpuId last = e.pcpu;
   const bool last_ok = last != kNoPcpu && allowed.test(last);
   if (last_ok && free_idle().test(last)) return last;
-  const topo::CpuSet idle = allowed & free_idle();
+  topo::CpuSet idle = allowed & free_idle();
+  // Core scheduling, cookie-aware wake-up (Linux __select_idle_cpu + sched_cpu_cookie_match): the
+  // idle scan skips CPUs whose core runs another cookie (the previous CPU above is taken anyway).
+  // A no-op unless core scheduling with cookie-aware wake-up is on.
+  const topo::CpuSet scan = idle;
+  scan.for_each([&](PcpuId q) {
+    if (!hv_->wake_cookie_match(q, v)) idle.reset(q);
+  });
   if (idle.any()) {
     if (last_ok) {
       const topo::CpuSet core = idle & topo.smt_mask(last);
@@ -142,6 +153,7 @@ void RoundRobin::set_next(PcpuId p, VcpuId v, sim::Time now) {
   tickled_.reset(p);
   if (v != kIdle) {
     dequeue(v);
+    if (v != running_[p]) since_[v] = now;
     if (v != running_[p] || now >= slice_end_[p]) slice_end_[p] = now + slice_;
   }
   running_[p] = v;
@@ -152,6 +164,11 @@ void RoundRobin::put_prev(PcpuId p, VcpuId prev, sim::Time) {
   if (hv_->vcpu(prev).state != hv::Runstate::kRunnable) return;
   enqueue(p, prev);
   kick_idle_for(prev);
+}
+
+double RoundRobin::core_priority(PcpuId, VcpuId v, bool) const {
+  const double age = static_cast<double>(hv_->now() - since_[v]);
+  return hv_->vcpu(v).state == hv::Runstate::kRunning ? -age : age;
 }
 
 void RoundRobin::dump(std::ostream& os) const {

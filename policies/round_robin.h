@@ -31,6 +31,10 @@ class RoundRobin final : public hv::SchedulerPolicy {
   hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override;
   void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override;
   void put_prev(hv::PcpuId p, hv::VcpuId prev, sim::Time now) override;
+  /// Core scheduling: how long v has waited in its queue (queued), or minus how long it has run
+  /// since it was switched in (running), so that across siblings the longest waiter wins, as the
+  /// FIFO order does within a queue. Naive and core-wide are the same (one clock).
+  double core_priority(hv::PcpuId p, hv::VcpuId v, bool core_wide) const override;
   void dump(std::ostream& os) const override;
 
   sim::Duration slice() const { return slice_; }
@@ -54,6 +58,7 @@ class RoundRobin final : public hv::SchedulerPolicy {
   std::vector<std::uint32_t> len_;
   std::vector<sim::Time> slice_end_;
   std::vector<hv::VcpuId> running_;
+  std::vector<sim::Time> since_;       // per entity: when it was queued, or switched in
   topo::CpuSet nonempty_;              // pCPUs whose queue holds something (steal candidates)
   // Idle pCPUs already tickled for some entity and not yet rescheduled: not offered again, so
   // a burst of wake-ups spreads instead of piling onto the first idle pCPU (Xen credit2 keeps

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+// Core scheduling, a mechanism of the hypervisor core: Linux kernel/sched/core.c pick_next_task
+// under sched_core_enabled (reference ../shared/reference/linux-core-scheduling.md 2.3-2.7), with
+// the 2019-2020 variants as switches (core_sched.h).
+//
+// Design. Host::schedule(p) calls core_schedule(p) when core scheduling is on:
+//  1. Fast path (mainline step 2): no sibling runs a tagged entity and none is forced idle, and
+//     p's own pick is untagged: commit it; no sibling is touched.
+//  2. Otherwise every forced-idle episode of the core is closed (accounted), and the policy's
+//     pick_next (no commit, no filter) is asked for every usable sibling, p first. The highest
+//     candidate by core_beats() (strict, so ties stay with p, then in thread order; see `tie`)
+//     sets the core cookie C.
+//  3. Siblings running another cookie are switched out at once (evict), the max's sibling is
+//     committed, then every other sibling re-picks with PickFilter{C} (after the earlier commits,
+//     so no entity is chosen twice) and is committed if its entity changes (p always is, as in
+//     the plain path). A sibling left idle although its unfiltered pick was an entity of another
+//     cookie starts a forced-idle episode, charged to its pCPU and to that entity's domain.
+//  4. The cookie-compatible invariant is checked for the core; a re-pick timer is armed while a
+//     sibling is forced idle (`tick`).
+// MODEL: Linux IPIs the siblings, which take their core_pick on their own schedule() if nothing
+// was enqueued or dequeued meanwhile (core_pick_seq == core_task_seq). Here the picking pCPU
+// commits its siblings itself at the same instant (an IPI of zero latency), so the invariant
+// holds at every instant; a sibling tickled afterwards at the same instant with no wake, sleep or
+// yield on the core since (core_task_seq_) keeps the decision instead of re-picking. Without
+// that, a policy that tickles a pCPU whenever it requeues an entity makes two siblings with
+// equal priorities take the core from each other forever at one instant.
+// MODEL: the forced-newidle balancer (sched_core_balance) is whatever the policy's filtered pick
+// does to fill an idle pCPU (round robin steals, credit2 shares a runqueue, CFS newidle-pulls).
+// MODEL: coresched_idle (a kthread instead of idle) is not modelled: a forced-idle sibling is idle
+// to the rate model (its sibling runs at rate 1) and in HypervisorView::idle_pcpus().
+#include "hypervisor/core_sched.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "hypervisor/host.h"
+
+namespace vcpusim::hv {
+
+using C = CoreSchedParams;
+
+const std::vector<std::string_view>& core_sched_presets() {
+  static const std::vector<std::string_view> names{"csc",       "csc-stallfix", "csc-vruntime", "aaron-first-2",
+                                                   "aaron-3rd", "aaron-full",   "tim",          "tim-sched",
+                                                   "csc-tim",   "v4",           "v5",           "mainline"};
+  return names;
+}
+
+std::optional<CoreSchedParams> core_sched_preset(std::string_view name) {
+  CoreSchedParams c;
+  c.enabled = true;
+  // RFC v3 as benchmarked: the base of every 2019 variant.
+  c.compare = C::Compare::kCoreWide;
+  c.tie = C::Tie::kPreferTagged;
+  c.tick = C::Tick::kNone;
+  c.wake_cookie_aware = false;
+  c.balance = C::Balance::kBlind;
+  if (name == "csc") return c;
+  if (name == "csc-stallfix") {
+    c.tie = C::Tie::kPreferMax;
+    return c;
+  }
+  if (name == "csc-vruntime" || name == "aaron-first-2") {
+    c.compare = C::Compare::kNaive;
+    return c;
+  }
+  if (name == "aaron-3rd") {
+    c.tick = C::Tick::kFullSlice;
+    return c;
+  }
+  if (name == "aaron-full") {
+    c.compare = C::Compare::kNaive;
+    c.tick = C::Tick::kFullSlice;
+    return c;
+  }
+  if (name == "tim") {
+    c.compare = C::Compare::kFiTime;
+    return c;
+  }
+  if (name == "tim-sched") {
+    c.compare = C::Compare::kFiTime;
+    c.tick = C::Tick::kFullSlice;
+    return c;
+  }
+  if (name == "csc-tim") {
+    c.compare = C::Compare::kFiBudget;
+    return c;
+  }
+  if (name == "v4" || name == "v5") {
+    c.compare = C::Compare::kNaive;
+    c.tie = C::Tie::kPreferMax;
+    c.tick = C::Tick::kFullSlice;
+    if (name == "v5") {
+      c.wake_cookie_aware = true;
+      c.balance = C::Balance::kRefuse;
+    }
+    return c;
+  }
+  if (name == "mainline") {
+    c.compare = C::Compare::kFiSnapshot;
+    c.tie = C::Tie::kPreferMax;
+    c.tick = C::Tick::kHalfSlice;
+    c.wake_cookie_aware = true;
+    c.balance = C::Balance::kHot;
+    return c;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(C::Compare c) {
+  switch (c) {
+    case C::Compare::kNaive: return "naive";
+    case C::Compare::kCoreWide: return "core_wide";
+    case C::Compare::kFiSnapshot: return "fi_snapshot";
+    case C::Compare::kFiTime: return "fi_time";
+    case C::Compare::kFiBudget: return "fi_budget";
+  }
+  return "?";
+}
+std::string_view to_string(C::Tie t) { return t == C::Tie::kPreferMax ? "prefer_max" : "prefer_tagged"; }
+std::string_view to_string(C::Tick t) {
+  switch (t) {
+    case C::Tick::kNone: return "none";
+    case C::Tick::kFullSlice: return "full_slice";
+    case C::Tick::kHalfSlice: return "half_slice";
+  }
+  return "?";
+}
+std::string_view to_string(C::Balance b) {
+  switch (b) {
+    case C::Balance::kBlind: return "blind";
+    case C::Balance::kRefuse: return "refuse";
+    case C::Balance::kHot: return "hot";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries and accounting.
+
+sim::Duration Host::busy_total(PcpuId p) const {
+  const Pcpu& pc = pcpus_[p];
+  return pc.busy + (pc.curr != kIdle ? now_ - pc.busy_since : 0);
+}
+
+sim::Duration Host::pcpu_forced_idle(PcpuId p) const {
+  const Pcpu& pc = pcpus_[p];
+  const sim::Duration t = pc.forced_idle_time + (pc.forced_idle ? now_ - pc.fi_since : 0);
+  return t - (pcpu_fi_base_.empty() ? 0 : pcpu_fi_base_[p]);
+}
+
+sim::Duration Host::domain_forced_idle(DomainId d) const {
+  sim::Duration t = domains_[d].forced_idle;
+  for (const Pcpu& pc : pcpus_)
+    if (pc.forced_idle && pc.fi_domain == d) t += now_ - pc.fi_since;
+  return t - (dom_fi_base_.empty() ? 0 : dom_fi_base_[d]);
+}
+
+bool Host::core_runs_other_cookie(PcpuId p, std::uint64_t cookie) const {
+  bool other = false;
+  topo_.smt_mask(p).for_each([&](PcpuId s) {
+    const VcpuId c = pcpus_[s].curr;
+    if (c != kIdle && vcpus_[c].cookie != cookie) other = true;
+  });
+  return other;
+}
+
+bool Host::wake_cookie_match(PcpuId p, VcpuId v) const {
+  if (!core_sched_on() || !spec_.core_sched.wake_cookie_aware) return true;
+  return !core_runs_other_cookie(p, vcpus_[v].cookie);
+}
+
+bool Host::balance_cookie_match(PcpuId p, VcpuId v) const {
+  if (!core_sched_on() || spec_.core_sched.balance == C::Balance::kBlind) return true;
+  return !core_runs_other_cookie(p, vcpus_[v].cookie);
+}
+
+void Host::check_cookies(PcpuId p) const {
+  VcpuId first = kIdle;
+  topo_.smt_mask(p).for_each([&](PcpuId s) {
+    const VcpuId c = pcpus_[s].curr;
+    if (c == kIdle) return;
+    if (first == kIdle) {
+      first = c;
+      return;
+    }
+    if (vcpus_[c].cookie != vcpus_[first].cookie)
+      violation("cookie-compatible", c, s,
+                "cookie " + std::to_string(vcpus_[c].cookie) + " runs beside entity " + std::to_string(first) +
+                    " of cookie " + std::to_string(vcpus_[first].cookie) + " on pCPU " +
+                    std::to_string(vcpus_[first].pcpu));
+  });
+}
+
+// Closes every forced-idle episode of the core (charging it to the pCPU and the refused domain)
+// and charges the run time since the last core pick to the fairness state of kFiTime (credit
+// consumed by running) and kFiBudget (allowance consumed while a sibling idled). Returns whether
+// the core was in forced idle (Linux fi_before).
+bool Host::core_account(const topo::CpuSet& core) {
+  const CoreSchedParams& cs = spec_.core_sched;
+  bool fi_before = false;
+  core.for_each([&](PcpuId s) { fi_before = fi_before || pcpus_[s].forced_idle; });
+  bool all_spent = true;
+  core.for_each([&](PcpuId s) {
+    const sim::Duration busy = busy_total(s);
+    const double ran = static_cast<double>(busy - last_busy_[s]);
+    last_busy_[s] = busy;
+    if (cs.compare == C::Compare::kFiTime) fi_credit_[s] = std::max(0.0, fi_credit_[s] - ran);
+    if (cs.compare == C::Compare::kFiBudget && fi_before) allowance_[s] -= ran;
+    all_spent = all_spent && allowance_[s] <= 0;
+  });
+  if (cs.compare == C::Compare::kFiBudget && all_spent)
+    core.for_each([&](PcpuId s) { allowance_[s] += static_cast<double>(cs.fi_allowance); });
+  core.for_each([&](PcpuId s) {
+    Pcpu& pc = pcpus_[s];
+    if (!pc.forced_idle) return;
+    const sim::Duration d = now_ - pc.fi_since;
+    pc.forced_idle_time += d;
+    domains_[pc.fi_domain].forced_idle += d;
+    fi_credit_[s] += static_cast<double>(d);
+    pc.forced_idle = false;
+  });
+  return fi_before;
+}
+
+// The value v, picked for sibling s, is compared by (higher wins).
+double Host::core_prio(PcpuId s, VcpuId v, bool fi_before, PcpuId leader) const {
+  switch (spec_.core_sched.compare) {
+    case C::Compare::kNaive: return policy_->core_priority(s, v, false);
+    case C::Compare::kCoreWide:
+    case C::Compare::kFiBudget: return policy_->core_priority(s, v, true);
+    case C::Compare::kFiTime: return policy_->core_priority(s, v, true) + fi_credit_[s];
+    case C::Compare::kFiSnapshot:
+      if (!fi_before) return policy_->core_priority(s, v, true);
+      // In an episode: the progress since it began (the naive value moved by the running).
+      return snap_seq_[v] == fi_seq_[leader] ? policy_->core_priority(s, v, false) - snap_[v] : 0.0;
+  }
+  return 0.0;
+}
+
+// Whether candidate c (for sibling cs) beats the current max m (for sibling ms).
+bool Host::core_beats(PcpuId cs, VcpuId c, PcpuId ms, VcpuId m, bool fi_before, PcpuId leader) const {
+  if (c == kIdle) return false;
+  if (m == kIdle) return true;
+  const CoreSchedParams& p = spec_.core_sched;
+  const std::uint64_t cc = vcpus_[c].cookie, mc = vcpus_[m].cookie;
+  if (p.compare == C::Compare::kFiBudget && cc != mc && allowance_[cs] != allowance_[ms])
+    return allowance_[cs] > allowance_[ms];
+  const double pc = core_prio(cs, c, fi_before, leader), pm = core_prio(ms, m, fi_before, leader);
+  if (pc != pm) return pc > pm;
+  return p.tie == C::Tie::kPreferTagged && mc == 0 && cc != 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The core-wide pick.
+
+void Host::core_schedule(PcpuId p) {
+  const CoreSchedParams& cs = spec_.core_sched;
+  const topo::CpuSet core = topo_.smt_mask(p) & usable_;
+  const PcpuId leader = topo_.smt_mask(p).first();
+  const PickFilter none{};
+
+  // A sibling tickled after a core-wide pick decided it, with nothing woken, slept or yielded on
+  // the core since: the decision stands (Linux: it takes its core_pick).
+  if (via_tickle_ && decided_at_[p] == now_ && decided_seq_[p] == core_task_seq_[leader] + 1) {
+    decided_seq_[p] = 0;
+    return;
+  }
+
+  bool need_sync = false;
+  core.for_each([&](PcpuId s) {
+    const VcpuId c = pcpus_[s].curr;
+    if (pcpus_[s].forced_idle || (s != p && c != kIdle && vcpus_[c].cookie != 0)) need_sync = true;
+  });
+  const VcpuId prev = pcpus_[p].curr;
+  const Pick own = policy_->pick_next(p, now_, none);
+  check_pick(p, prev, own, none);
+  if (!need_sync && (own.vcpu == kIdle || vcpus_[own.vcpu].cookie == 0)) {
+    commit(p, prev, own);
+    check_cookies(p);
+    return;
+  }
+
+  ++core_picks_;
+  const bool fi_before = core_account(core);
+  constexpr std::size_t kMax = 16;
+  std::array<PcpuId, kMax> sib{};
+  std::array<Pick, kMax> cand{};
+  std::array<bool, kMax> evicted{};
+  std::size_t n = 0;
+  sib[n] = p;
+  cand[n++] = own;
+  core.for_each([&](PcpuId s) {
+    if (s == p) return;
+    if (n == kMax) violation("cookie-compatible", kIdle, s, "more than 16 threads per core");
+    sib[n] = s;
+    cand[n] = policy_->pick_next(s, now_, none);
+    check_pick(s, pcpus_[s].curr, cand[n], none);
+    ++n;
+  });
+
+  // The core-wide max (strict: ties stay with p, then in thread order).
+  std::size_t mi = kMax;
+  for (std::size_t i = 0; i < n; ++i)
+    if (cand[i].vcpu != kIdle &&
+        (mi == kMax || core_beats(sib[i], cand[i].vcpu, sib[mi], cand[mi].vcpu, fi_before, leader)))
+      mi = i;
+  const std::uint64_t cookie = mi == kMax ? 0 : vcpus_[cand[mi].vcpu].cookie;
+  const PickFilter match{true, cookie};
+
+  // Siblings running another cookie leave first, so no instant shows two cookies.
+  for (std::size_t i = 0; i < n; ++i) {
+    const VcpuId c = pcpus_[sib[i]].curr;
+    if (i != mi && c != kIdle && vcpus_[c].cookie != cookie) {
+      evict(sib[i]);
+      evicted[i] = true;
+    }
+  }
+  auto still_valid = [&](PcpuId s, VcpuId v) {
+    if (v == kIdle) return true;
+    const Vcpu& e = vcpus_[v];
+    return (v == pcpus_[s].curr && e.state == Runstate::kRunning) || e.state == Runstate::kRunnable;
+  };
+  auto decide = [&](std::size_t i, Pick pk) {
+    const PcpuId s = sib[i];
+    const VcpuId curr = pcpus_[s].curr;
+    if (!still_valid(s, pk.vcpu)) {
+      pk = policy_->pick_next(s, now_, match);
+      check_pick(s, curr, pk, match);
+    }
+    if (s == p || evicted[i] || pk.vcpu != curr) commit(s, curr, pk);
+    decided_at_[s] = now_;
+    decided_seq_[s] = core_task_seq_[leader] + 1;
+    const VcpuId refused = cand[i].vcpu;
+    if (pk.vcpu == kIdle && refused != kIdle && vcpus_[refused].cookie != cookie && pcpus_[s].curr == kIdle) {
+      Pcpu& pc = pcpus_[s];
+      pc.forced_idle = true;
+      pc.fi_since = now_;
+      pc.fi_domain = vcpus_[refused].domain;
+    }
+  };
+  if (mi != kMax) decide(mi, cand[mi]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == mi) continue;
+    Pick pk = policy_->pick_next(sib[i], now_, match);
+    check_pick(sib[i], pcpus_[sib[i]].curr, pk, match);
+    decide(i, pk);
+  }
+
+  // A new forced-idle episode: snapshot the naive priorities of the entities involved (kFiSnapshot).
+  bool fi_now = false;
+  core.for_each([&](PcpuId s) { fi_now = fi_now || pcpus_[s].forced_idle; });
+  if (fi_now && !fi_before) {
+    ++fi_seq_[leader];
+    for (std::size_t i = 0; i < n; ++i) {
+      for (VcpuId v : {pcpus_[sib[i]].curr, cand[i].vcpu}) {
+        if (v == kIdle) continue;
+        snap_[v] = policy_->core_priority(sib[i], v, false);
+        snap_seq_[v] = fi_seq_[leader];
+      }
+    }
+  }
+
+  check_cookies(p);
+
+  // The forced-idle re-pick (tick fix) on the running sibling.
+  ++core_gen_[leader];
+  if (fi_now) {
+    sim::Duration delay = sim::kNever;
+    if (cs.tick == C::Tick::kFullSlice) delay = cs.fi_slice;
+    if (cs.tick == C::Tick::kHalfSlice) delay = cs.fi_slice / 2;
+    if (cs.compare == C::Compare::kFiBudget) {
+      // MODEL: Tim's allowance is checked when a runner has spent it (his patch checked at the tick).
+      double left = static_cast<double>(cs.fi_allowance);
+      core.for_each([&](PcpuId s) {
+        if (pcpus_[s].curr != kIdle) left = std::min(left, allowance_[s]);
+      });
+      delay = std::min<sim::Duration>(delay, std::max<sim::Duration>(static_cast<sim::Duration>(left), 100'000));
+    }
+    if (delay != sim::kNever)
+      queue_.push(now_ + delay, sim::Phase::kHypervisorTimer, kCoreRepick, leader, core_gen_[leader]);
+  }
+}
+
+void Host::core_repick(PcpuId leader) {
+  PcpuId runner = kNoPcpu, idle = kNoPcpu;
+  (topo_.smt_mask(leader) & usable_).for_each([&](PcpuId s) {
+    if (runner == kNoPcpu && pcpus_[s].curr != kIdle) runner = s;
+    if (idle == kNoPcpu && pcpus_[s].forced_idle) idle = s;
+  });
+  if (runner != kNoPcpu) tickle(runner);
+  else if (idle != kNoPcpu) tickle(idle);
+}
+
+}  // namespace vcpusim::hv
