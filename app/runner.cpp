@@ -62,6 +62,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
   host.run_until(spec.duration);
   if (observer) observer->finish(host);
   host.check_conservation();
+  for (Dom& d : doms) d.os->check_lost_kicks();
 
   RunResult r;
   r.seed = seed;
@@ -98,6 +99,17 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.migrations_per_s = mig / meas_s;
     dr.switches_per_s = sw / meas_s;
     dr.remote_memory = run > 0 ? remote / run : 0.0;
+    const guest::GuestResults gr = d.os->results();
+    const guest::LockStats& ls = gr.locks;
+    dr.has_locks = !gr.per_lock.empty();
+    dr.spin_pct = run > 0 ? 100.0 * ls.spin_ns / run : 0.0;
+    dr.lhp_per_s = static_cast<double>(ls.lhp) / meas_s;
+    dr.lwp_per_s = static_cast<double>(ls.lwp) / meas_s;
+    dr.halts_per_s = static_cast<double>(ls.halts) / meas_s;
+    dr.kicks_per_s = static_cast<double>(ls.kicks) / meas_s;
+    dr.lock_acquisitions_per_s = static_cast<double>(ls.acquisitions) / meas_s;
+    dr.lock_wait_us = ls.acquisitions ? ls.wait_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
+    dr.lock_hold_us = ls.acquisitions ? ls.hold_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -119,6 +131,16 @@ std::map<std::string, double> RunResult::metrics() const {
     m[p + "migrations_per_s"] = d.migrations_per_s;
     m[p + "switches_per_s"] = d.switches_per_s;
     m[p + "remote_memory"] = d.remote_memory;
+    if (d.has_locks) {
+      m[p + "spin_pct"] = d.spin_pct;
+      m[p + "lhp_per_s"] = d.lhp_per_s;
+      m[p + "lwp_per_s"] = d.lwp_per_s;
+      m[p + "halts_per_s"] = d.halts_per_s;
+      m[p + "kicks_per_s"] = d.kicks_per_s;
+      m[p + "lock_acquisitions_per_s"] = d.lock_acquisitions_per_s;
+      m[p + "lock_wait_us"] = d.lock_wait_us;
+      m[p + "lock_hold_us"] = d.lock_hold_us;
+    }
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];
       g.first += d.throughput;

@@ -28,6 +28,13 @@ struct DomainResult {
   double migrations_per_s = 0;
   double switches_per_s = 0;
   double remote_memory = 0;  ///< share of running time spent on a node other than its memory's, 0..1
+  // Guest locks (guest/spinlock.h), over the measured interval; in metrics() only if has_locks.
+  bool has_locks = false;
+  double spin_pct = 0;          ///< CPU time burned spinning over the domain's running time, in %
+  double lhp_per_s = 0, lwp_per_s = 0, halts_per_s = 0, kicks_per_s = 0;
+  double lock_acquisitions_per_s = 0;
+  double lock_wait_us = 0;      ///< mean wait per acquisition
+  double lock_hold_us = 0;      ///< mean hold per acquisition
 };
 
 struct RunTiming {

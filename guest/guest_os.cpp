@@ -19,6 +19,8 @@ GuestOs::GuestOs(hv::GuestPort& port, hv::DomainId domain, std::vector<hv::VcpuI
   threads_.resize(n);
   for (std::uint32_t t = 0; t < n; ++t)
     threads_[t].rng = sim::RngStream(master_seed, seed_name + "/thread/" + std::to_string(t));
+  for (const LockSpec& l : workload_->locks()) locks_.push_back(LockState{l, {}, {}, {}, false});
+  kick_for_.assign(vcpus_.size(), kNone);
 }
 
 void GuestOs::enqueue(std::uint32_t vc, std::uint32_t t) {
@@ -56,6 +58,13 @@ void GuestOs::advance_thread(std::uint32_t t) {
   if (th.step.kind == Step::Kind::kCompute) {
     th.remaining = th.step.work_ns;
     th.blocked = false;
+    th.phase = LockPhase::kNone;
+    if (th.step.lock >= 0) {
+      if (static_cast<std::size_t>(th.step.lock) >= locks_.size())
+        throw std::logic_error(std::string(workload_->kind()) + ": a step names lock " +
+                               std::to_string(th.step.lock) + " of " + std::to_string(locks_.size()));
+      th.phase = LockPhase::kPre;
+    }
   } else {
     th.blocked = true;
     port_.arm_guest_timer(domain_, port_.now() + th.step.block, t);
@@ -66,6 +75,32 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
   Thread& th = threads_[t];
   set_curr(vc, t);
   th.vcpu = vc;
+  switch (th.phase) {
+    case LockPhase::kSpin: start_spin(vc, t, true); return;
+    case LockPhase::kHalted:
+      // Woken before its ticket was served (KVM safe_halt: any interrupt): spin again.
+      th.halted = false;
+      if (measuring()) ++locks_[th.step.lock].stats.spurious_wakeups;
+      th.phase = LockPhase::kSpin;
+      start_spin(vc, t, true);
+      return;
+    case LockPhase::kTake:
+      th.halted = false;
+      port_.set_work(vcpus_[vc].id, locks_[th.step.lock].spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
+      return;
+    case LockPhase::kHold:  // a critical section is never cut at the guest slice
+      th.segment = th.remaining;
+      port_.set_work(vcpus_[vc].id, th.remaining, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps);
+      return;
+    case LockPhase::kPre:
+      if (th.remaining <= 0.5) {
+        begin_acquire(vc, t);
+        return;
+      }
+      break;
+    case LockPhase::kNone:
+    case LockPhase::kSleep: break;
+  }
   // Cut the step at the guest slice only when another thread waits for this vCPU.
   double seg = th.remaining;
   const double slice_left = static_cast<double>(params_.slice) - th.slice_used;
@@ -107,26 +142,216 @@ void GuestOs::on_work_done(hv::VcpuId v) {
   const std::uint32_t vc = local(v);
   const std::uint32_t t = vcpus_[vc].curr;
   Thread& th = threads_[t];
+  if (th.phase == LockPhase::kSpin) {
+    spin_expired(vc, t);
+    return;
+  }
+  if (th.phase == LockPhase::kTake) {
+    lock_acquired(vc, t, true);
+    return;
+  }
   th.remaining -= th.segment;
   th.slice_used += th.segment;
-  if (th.remaining <= 0.5) {
-    ++steps_;
-    if (port_.now() >= port_.measure_from()) results_ += th.step.result;
-    advance_thread(t);
+  if (th.remaining > 0.5) {
+    continue_thread(vc, t);
+    return;
   }
+  if (th.phase == LockPhase::kPre) {
+    begin_acquire(vc, t);
+    return;
+  }
+  if (th.phase == LockPhase::kHold) release_lock(t);
+  complete_step(vc, t);
+}
+
+void GuestOs::complete_step(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  ++steps_;
+  if (port_.now() >= port_.measure_from()) results_ += th.step.result;
+  advance_thread(t);
   if (th.blocked) {
     set_curr(vc, kNone);
     run_next(vc);
     return;
   }
-  // Rotate when the slice is used up and someone waits (Linux check_preempt_tick, coarsely).
-  if (vcpus_[vc].queued > 0 && th.slice_used >= static_cast<double>(params_.slice)) {
+  continue_thread(vc, t);
+}
+
+void GuestOs::continue_thread(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  // Rotate when the slice is used up and someone waits (Linux check_preempt_tick, coarsely);
+  // never inside a critical section (spinlocks disable preemption).
+  const bool preemptible = th.phase == LockPhase::kNone || th.phase == LockPhase::kPre;
+  if (preemptible && vcpus_[vc].queued > 0 && th.slice_used >= static_cast<double>(params_.slice)) {
     enqueue(vc, t);
     set_curr(vc, kNone);
     run_next(vc);
     return;
   }
   issue_segment(vc, t);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locks (see guest_os.h, "Locks").
+
+void GuestOs::begin_acquire(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  th.wait_since = port_.now();
+  if (lock_observer_) lock_observer_->requested(static_cast<std::uint32_t>(th.step.lock), t, port_.now());
+  const bool got = spin_kind(l) ? l.ticket.arrive(t) : l.mutex.lock(t);
+  if (got) {
+    lock_acquired(vc, t, false);
+    return;
+  }
+  if (!spin_kind(l)) {
+    th.phase = LockPhase::kSleep;
+    th.blocked = true;
+    set_curr(vc, kNone);
+    run_next(vc);
+    return;
+  }
+  th.phase = LockPhase::kSpin;
+  // LHP seen on arrival: the holder's vCPU is already off its pCPU (counted once per preemption).
+  const std::uint32_t o = l.ticket.owner();
+  if (o != kNone && !l.lhp_counted && threads_[o].phase == LockPhase::kHold &&
+      !port_.is_running(vcpus_[threads_[o].vcpu].id)) {
+    l.lhp_counted = true;
+    if (measuring()) ++l.stats.lhp;
+  }
+  start_spin(vc, t, true);
+}
+
+void GuestOs::lock_acquired(std::uint32_t vc, std::uint32_t t, bool contended) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  if (measuring()) {
+    ++l.stats.acquisitions;
+    if (contended) ++l.stats.contended;
+    l.stats.wait_ns += static_cast<double>(port_.now() - th.wait_since);
+  }
+  th.phase = LockPhase::kHold;
+  th.halted = false;
+  th.remaining = th.step.hold_ns;
+  th.acquired_at = port_.now();
+  l.lhp_counted = false;
+  if (lock_observer_) lock_observer_->acquired(static_cast<std::uint32_t>(th.step.lock), t, port_.now());
+  issue_segment(vc, t);
+}
+
+void GuestOs::release_lock(std::uint32_t t) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  const auto lock_index = static_cast<std::uint32_t>(th.step.lock);
+  if (measuring()) l.stats.hold_ns += static_cast<double>(port_.now() - th.acquired_at);
+  th.phase = LockPhase::kNone;
+  if (lock_observer_) lock_observer_->released(lock_index, t, port_.now());
+  if (!spin_kind(l)) {
+    const std::uint32_t w = l.mutex.unlock();
+    if (w == kNone) return;
+    threads_[w].phase = LockPhase::kTake;
+    threads_[w].blocked = false;
+    place_woken(w);
+    return;
+  }
+  const std::uint32_t w = l.ticket.release();
+  if (w == kNone) return;
+  Thread& wt = threads_[w];
+  const std::uint32_t wvc = wt.vcpu;
+  const hv::VcpuId id = vcpus_[wvc].id;
+  const bool running = port_.is_running(id), blocked = port_.is_blocked(id);
+  // Lock-waiter preemption: the lock now belongs to a waiter whose vCPU waits for a pCPU.
+  if (!running && !blocked && measuring()) ++l.stats.lwp;
+  const LockPhase was = wt.phase;
+  if (was == LockPhase::kSpin) end_spin(w);
+  wt.phase = LockPhase::kTake;
+  if (was == LockPhase::kHalted) {
+    if (blocked) {
+      // unlock_kick: the slow-path flag is set, kick the vCPU holding the new head.
+      if (!l.spec.params.drop_kicks_for_test) {
+        if (measuring()) ++l.stats.kicks;
+        kick_for_[wvc] = w;
+        port_.arm_guest_timer(domain_, port_.now() + l.spec.params.kick_latency, kKickToken | wvc);
+      }
+      if (kick_for_[wvc] != w)
+        throw std::logic_error("lost kick: lock " + l.spec.name + " (" + lock_kind_name(l.spec.params.kind) +
+                               ") handed to thread " + std::to_string(w) + " halted on vCPU " +
+                               std::to_string(wvc) + " at t=" + std::to_string(port_.now()) +
+                               "ns, and no kick is on its way");
+    }
+    // Otherwise it was woken already (spuriously) and takes the lock when it next runs.
+    return;
+  }
+  if (running) port_.set_work(id, l.spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
+  else port_.set_preempted_work(id, l.spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
+}
+
+void GuestOs::start_spin(std::uint32_t vc, std::uint32_t t, bool new_period) {
+  Thread& th = threads_[t];
+  const LockParams& p = locks_[th.step.lock].spec.params;
+  const hv::VcpuId id = vcpus_[vc].id;
+  if (new_period) th.spin_run0 = port_.run_time(id);
+  // One segment for the whole spin: its end is the PV threshold, or (ticket) never: the
+  // hand-over replaces it. 1e15 ns (11.6 days) stands for "until handed the lock".
+  const double len = p.kind == LockKind::kPvTicket ? p.spin_threshold_ns() : 1e15;
+  port_.set_work(id, len, hv::Profile::kSpin, 0.0);
+}
+
+void GuestOs::end_spin(std::uint32_t t) {
+  Thread& th = threads_[t];
+  const sim::Duration burned = port_.run_time(vcpus_[th.vcpu].id) - th.spin_run0;
+  if (measuring()) locks_[th.step.lock].stats.spin_ns += static_cast<double>(burned);
+}
+
+void GuestOs::spin_expired(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  if (l.spec.params.kind != LockKind::kPvTicket) {
+    start_spin(vc, t, false);  // the unbounded spin ran out (after 11 days): keep spinning
+    return;
+  }
+  // SPIN_THRESHOLD loops without the ticket: lock_spinning() sets the slow-path flag and halts.
+  end_spin(t);
+  l.ticket.slowpath = true;
+  th.phase = LockPhase::kHalted;
+  th.halted = true;
+  if (measuring()) ++l.stats.halts;
+  port_.halt(vcpus_[vc].id);
+}
+
+void GuestOs::deliver_kick(std::uint32_t vc) {
+  const std::uint32_t w = kick_for_[vc];
+  kick_for_[vc] = kNone;
+  if (w == kNone) return;
+  const hv::VcpuId id = vcpus_[vc].id;
+  if (vcpus_[vc].curr == w && threads_[w].halted && port_.is_blocked(id)) port_.kick(id);
+}
+
+bool GuestOs::polling(std::uint32_t vc) const {
+  const std::uint32_t t = vcpus_[vc].curr;
+  if (t == kNone || !threads_[t].halted) return false;
+  return locks_[threads_[t].step.lock].spec.params.flavour == PvFlavour::kXen;
+}
+
+void GuestOs::on_vcpu_preempted(hv::VcpuId v) {
+  const std::uint32_t t = vcpus_[local(v)].curr;
+  if (t == kNone || threads_[t].phase != LockPhase::kHold) return;
+  LockState& l = locks_[threads_[t].step.lock];
+  if (!spin_kind(l)) return;
+  l.lhp_counted = l.ticket.has_waiters();
+  if (l.lhp_counted && measuring()) ++l.stats.lhp;
+}
+
+void GuestOs::check_lost_kicks() const {
+  for (std::uint32_t t = 0; t < threads_.size(); ++t) {
+    const Thread& th = threads_[t];
+    if (th.phase != LockPhase::kTake || !th.halted) continue;
+    const std::uint32_t vc = th.vcpu;
+    if (port_.is_blocked(vcpus_[vc].id) && kick_for_[vc] != t)
+      throw std::logic_error("lost kick: thread " + std::to_string(t) + " holds the served ticket of lock " +
+                             locks_[th.step.lock].spec.name + " but its vCPU " + std::to_string(vc) +
+                             " is halted with no kick on its way (t=" + std::to_string(port_.now()) + "ns)");
+  }
 }
 
 void GuestOs::place_woken(std::uint32_t t) {
@@ -142,10 +367,14 @@ void GuestOs::place_woken(std::uint32_t t) {
   }
   enqueue(target, t);
   const hv::VcpuId id = vcpus_[target].id;
-  if (port_.is_blocked(id)) port_.kick(id);
+  if (port_.is_blocked(id) && !polling(target)) port_.kick(id);
 }
 
 void GuestOs::on_timer(std::uint64_t token) {
+  if (token & kKickToken) {
+    deliver_kick(static_cast<std::uint32_t>(token & ~kKickToken));
+    return;
+  }
   const auto t = static_cast<std::uint32_t>(token);
   advance_thread(t);
   if (!threads_[t].blocked) place_woken(t);
@@ -167,6 +396,10 @@ GuestResults GuestOs::results() const {
   r.steps = steps_;
   const double secs = sim::to_seconds(port_.now() - port_.measure_from());
   r.throughput = secs > 0 ? results_ / secs : 0.0;
+  for (const LockState& l : locks_) {
+    r.per_lock.push_back(l.stats);
+    r.locks += l.stats;
+  }
   return r;
 }
 

@@ -12,6 +12,33 @@
 //    queues on its previous vCPU (select_idle_sibling, coarsely); an idle vCPU steals a waiting
 //    thread from the busiest vCPU (newidle balance) before it halts;
 //  - bare metal: thread i is the host entity i, one-to-one, no guest scheduling at all.
+//
+// Locks (spinlock.h, mutex.h). A compute Step with `lock` >= 0 is "work_ns, then acquire lock
+// `lock`, hold it for hold_ns, release"; its result is credited after the release. A thread goes
+// through phases: kPre (the work before the lock, an ordinary compute segment) -> acquire ->
+// [waiting] -> kHold (the critical section: compute segments that progress only while its vCPU
+// runs) -> release -> the step completes. Waiting by lock kind:
+//  - ticket / pvticket, kSpin: the thread stays its vCPU's current thread (spinlocks disable
+//    preemption: no guest rotation while waiting or holding) and the vCPU runs ONE kSpin segment
+//    (ticket: unbounded; pvticket: spin_threshold x spin_loop_ns). Spin CPU time is measured as
+//    the vCPU's run time across the spin (GuestPort::run_time), never per loop.
+//  - pvticket, kHalted: the threshold segment completed: slow-path flag set, vCPU halted. The
+//    unlocker kicks it (guest timer at now + kick_latency, then GuestPort::kick). KVM: a wake
+//    by anything else is spurious, it spins another threshold; Xen (poll): only the kick wakes
+//    it (GuestOs does not kick a polling vCPU to place a woken thread).
+//  - mutex, kSleep: the thread blocks (the vCPU runs another thread or halts); the unlocker
+//    hands over and wakes it like any waking thread.
+// Hand-over (release with waiters): the next waiter in FIFO order owns the lock at once and
+// enters kTake, a handoff_ns segment (the lock cacheline moving), replacing its spin segment on
+// a running vCPU (the spin's re-timing), on a preempted one through set_preempted_work (it
+// runs when the host next runs that vCPU: the lock sits unusable meanwhile, lock-waiter
+// preemption), or issued when a halted/sleeping waiter is next scheduled. The acquisition
+// counts when kTake completes. LHP: a holder's vCPU preempted while its lock has waiters
+// (on_vcpu_preempted), or a waiter arriving while the holder's vCPU is off-CPU (once per
+// preemption). LWP: the new owner's vCPU is preempted (Runnable) at the release.
+// MODEL: a mutex holder is not rotated out by the guest either; the unlocker pays no cost for
+// a kick (the exit is folded into kick_latency, which delays the waiter instead); statistics of
+// a wait or spin are counted when it ends, if that is inside the measured interval.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +47,8 @@
 #include <vector>
 
 #include "guest/guest_trace.h"
+#include "guest/mutex.h"
+#include "guest/spinlock.h"
 #include "guest/workload.h"
 #include "hypervisor/workload_api.h"
 #include "sim/rng.h"
@@ -35,6 +64,17 @@ struct GuestResults {
   double results = 0;        ///< workload results (events, MiB, loops) completed in the interval
   double throughput = 0;     ///< results per measured second
   std::uint64_t steps = 0;   ///< compute steps completed (all time)
+  LockStats locks;           ///< all of the guest's locks together, measured interval
+  std::vector<LockStats> per_lock;  ///< by Workload::locks() index
+};
+
+/// Observer of lock hand-overs (tests): every acquisition and release, in simulated order.
+class LockObserver {
+ public:
+  virtual ~LockObserver() = default;
+  virtual void requested(std::uint32_t /*lock*/, std::uint32_t /*thread*/, sim::Time /*t*/) {}
+  virtual void acquired(std::uint32_t lock, std::uint32_t thread, sim::Time t) = 0;
+  virtual void released(std::uint32_t lock, std::uint32_t thread, sim::Time t) = 0;
 };
 
 class GuestOs final : public hv::GuestHooks {
@@ -50,14 +90,28 @@ class GuestOs final : public hv::GuestHooks {
   const Workload& workload() const { return *workload_; }
   /// Attach an observer of thread placement (not owned; nullptr detaches).
   void set_trace(GuestTraceSink* sink) { trace_ = sink; }
+  void set_lock_observer(LockObserver* o) { lock_observer_ = o; }
+  /// The framework's lost-kick check: throws std::logic_error if a PV waiter whose ticket is
+  /// served sits halted with no kick on its way. Also checked at every hand-over.
+  void check_lost_kicks() const;
 
   // hv::GuestHooks
   void on_vcpu_scheduled(hv::VcpuId v, bool has_work) override;
+  void on_vcpu_preempted(hv::VcpuId v) override;
   void on_work_done(hv::VcpuId v) override;
   void on_timer(std::uint64_t token) override;
 
  private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  static constexpr std::uint64_t kKickToken = std::uint64_t{1} << 63;  ///< | local vCPU index
+  enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kHold };
+  struct LockState {
+    LockSpec spec;
+    TicketSpinlock ticket;
+    Mutex mutex;
+    LockStats stats;
+    bool lhp_counted = false;  ///< this preemption of the holder was counted
+  };
   struct Thread {
     Step step;                   ///< the current step
     double remaining = 0;        ///< compute work left in the current step
@@ -67,6 +121,11 @@ class GuestOs final : public hv::GuestHooks {
     std::uint32_t next = kNone;  ///< intrusive FIFO link in its vCPU's queue
     bool blocked = false;
     sim::RngStream rng;
+    LockPhase phase = LockPhase::kNone;
+    bool halted = false;            ///< its vCPU halted in the PV slow path, not run since
+    sim::Time wait_since = 0;       ///< when it asked for the lock
+    sim::Time acquired_at = 0;
+    sim::Duration spin_run0 = 0;    ///< its vCPU's run time when the current spin began
   };
   struct VcpuState {
     hv::VcpuId id = 0;
@@ -85,6 +144,20 @@ class GuestOs final : public hv::GuestHooks {
   /// Makes thread t (or kNone) vCPU vc's current thread, telling the trace.
   void set_curr(std::uint32_t vc, std::uint32_t t);
   bool vcpu_idle(std::uint32_t vc) const { return vcpus_[vc].curr == kNone && vcpus_[vc].queued == 0; }
+  // Steps and locks.
+  void complete_step(std::uint32_t vc, std::uint32_t t);
+  void continue_thread(std::uint32_t vc, std::uint32_t t);  ///< rotate or issue the next segment
+  void begin_acquire(std::uint32_t vc, std::uint32_t t);
+  void lock_acquired(std::uint32_t vc, std::uint32_t t, bool contended);
+  void release_lock(std::uint32_t t);
+  void start_spin(std::uint32_t vc, std::uint32_t t, bool new_period);
+  void spin_expired(std::uint32_t vc, std::uint32_t t);
+  void end_spin(std::uint32_t t);  ///< folds the spin CPU time into the lock's stats
+  void deliver_kick(std::uint32_t vc);
+  bool measuring() const { return port_.now() >= port_.measure_from(); }
+  bool spin_kind(const LockState& l) const { return l.spec.params.kind != LockKind::kMutex; }
+  /// A PV waiter on vc waits for the kick only (Xen poll): other wake-ups must not kick vc.
+  bool polling(std::uint32_t vc) const;
 
   hv::GuestPort& port_;
   hv::DomainId domain_;
@@ -97,6 +170,9 @@ class GuestOs final : public hv::GuestHooks {
   GuestTraceSink* trace_ = nullptr;
   double results_ = 0;
   std::uint64_t steps_ = 0;
+  std::vector<LockState> locks_;
+  std::vector<std::uint32_t> kick_for_;  ///< per vCPU: the thread a pending kick is for, or kNone
+  LockObserver* lock_observer_ = nullptr;
 };
 
 }  // namespace vcpusim::guest

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "guest/spinlock.h"
 #include "hypervisor/exec_model.h"
 #include "sim/params.h"
 #include "sim/rng.h"
@@ -28,6 +29,12 @@ struct Step {
   sim::Duration block = 0;               ///< block: how long the thread sleeps
   double result = 0;                     ///< credited when this compute step completes
   double bandwidth_mbps = 0;             ///< compute: DRAM bandwidth drawn alone (0: not bandwidth-bound)
+  /// compute with a critical section (GuestOs "Locks"): after `work_ns` the thread acquires the
+  /// workload's lock number `lock` (index into Workload::locks()), holds it for `hold_ns`
+  /// reference work (same profile), releases it; `result` is credited after the release.
+  /// -1: no lock.
+  std::int32_t lock = -1;
+  double hold_ns = 0;
 };
 
 class Workload {
@@ -39,6 +46,8 @@ class Workload {
   virtual Step next(std::uint32_t thread, sim::RngStream& rng) = 0;
   /// The unit the results are reported in, per second ("events/s", "MB/s").
   virtual std::string_view unit() const = 0;
+  /// The guest locks its steps name by index (Step::lock); GuestOs creates them at start.
+  virtual std::vector<LockSpec> locks() const { return {}; }
 };
 
 struct WorkloadInfo {

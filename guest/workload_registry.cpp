@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The table of workload models by kind. `program` is built by app/ from its phase list and is
 // not in this table.
+#include "guest/lock_workloads.h"
 #include "guest/sysbench.h"
 #include "guest/workload.h"
 
@@ -12,6 +13,10 @@ const std::vector<WorkloadInfo>& workloads() {
        SysbenchCpu::param_specs(), &SysbenchCpu::make},
       {"sysbench-memory", "sysbench memory: sequential block writes, DRAM-bandwidth bound", "MiB/s",
        SysbenchMemory::param_specs(), &SysbenchMemory::make},
+      {"ebizzy", "ebizzy: records of memcpy+search with mmap_lock critical sections", "records/s",
+       Ebizzy::param_specs(), &Ebizzy::make},
+      {"dbench", "dbench: file-system ops with hot kernel-lock critical sections", "MB/s",
+       Dbench::param_specs(), &Dbench::make},
   };
   return table;
 }

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+#include "guest/mutex.h"
+
+#include <stdexcept>
+
+namespace vcpusim::guest {
+
+bool Mutex::lock(std::uint32_t t) {
+  if (owner_ == kNone && waiters_.empty()) {
+    owner_ = t;
+    return true;
+  }
+  waiters_.push_back(t);
+  return false;
+}
+
+std::uint32_t Mutex::unlock() {
+  if (owner_ == kNone) throw std::logic_error("mutex unlocked while free");
+  owner_ = kNone;
+  if (waiters_.empty()) return kNone;
+  owner_ = waiters_.front();
+  waiters_.pop_front();
+  return owner_;
+}
+
+}  // namespace vcpusim::guest

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+// Pins the guest locks (guest/spinlock.h, guest/mutex.h) as GuestOs runs them (guest_os.h,
+// "Locks"): ticket locks hand over in ticket order, always; lock-holder preemption stretches the
+// hold and makes waiters burn spin time; a next waiter whose vCPU is preempted leaves the lock
+// unusable and is counted as LWP; PV ticket locks halt after SPIN_THRESHOLD and are always kicked
+// (the framework's lost-kick check fires when a kick is dropped); a mutex never spins; ebizzy
+// and dbench run and report in their units.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "guest/guest_os.h"
+#include "guest/lock_workloads.h"
+#include "guest/spinlock.h"
+#include "guest/workload.h"
+#include "hypervisor/host.h"
+#include "sim/params.h"
+#include "sim/sim_time.h"
+#include "test_host.h"
+
+namespace vcpusim {
+namespace {
+
+using guest::LockKind;
+using guest::LockParams;
+using test::TestHost;
+
+/// Every thread loops: `pre` ns of work, then lock 0 held for `hold` ns (constant, by hand).
+class LockLoop final : public guest::Workload {
+ public:
+  LockLoop(std::uint32_t threads, double pre, double hold, LockParams p) : n_(threads), pre_(pre), hold_(hold), p_(p) {}
+  std::string_view kind() const override { return "lock-loop"; }
+  std::uint32_t threads() const override { return n_; }
+  guest::Step next(std::uint32_t, sim::RngStream&) override {
+    guest::Step s;
+    s.work_ns = pre_;
+    s.result = 1;
+    s.lock = 0;
+    s.hold_ns = hold_;
+    return s;
+  }
+  std::string_view unit() const override { return "loops/s"; }
+  std::vector<guest::LockSpec> locks() const override { return {guest::LockSpec{"l", p_}}; }
+
+ private:
+  std::uint32_t n_;
+  double pre_, hold_;
+  LockParams p_;
+};
+
+LockParams kind(LockKind k) {
+  LockParams p;
+  p.kind = k;
+  return p;
+}
+
+/// Records requests, acquisitions and releases; checks mutual exclusion as it goes.
+struct Recorder final : guest::LockObserver {
+  std::vector<std::uint32_t> requests, acquires;
+  std::vector<sim::Time> acquire_t, release_t;
+  std::uint32_t holder = ~0u;
+  bool overlap = false;
+  void requested(std::uint32_t, std::uint32_t t, sim::Time) override { requests.push_back(t); }
+  void acquired(std::uint32_t, std::uint32_t t, sim::Time at) override {
+    if (holder != ~0u) overlap = true;
+    holder = t;
+    acquires.push_back(t);
+    acquire_t.push_back(at);
+  }
+  void released(std::uint32_t, std::uint32_t t, sim::Time at) override {
+    if (holder != t) overlap = true;
+    holder = ~0u;
+    release_t.push_back(at);
+  }
+};
+
+sim::ParamValues rr_slice(double ns) {
+  sim::ParamValues v;
+  v.set("slice", ns);
+  return v;
+}
+
+TEST(Spinlock, TicketLockHandsOverInTicketOrder) {
+  // Four vCPUs on two pCPUs (rr, 100 us slices), four threads hammering one ticket lock: every
+  // acquisition follows the order of the requests, and no two threads ever hold it together.
+  TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 20e3, kind(LockKind::kTicket)));
+  Recorder rec;
+  g.os->set_lock_observer(&rec);
+  h.start();
+  h.run_until(sim::ms(50));
+  ASSERT_GT(rec.acquires.size(), 100u);
+  EXPECT_FALSE(rec.overlap);
+  ASSERT_LE(rec.acquires.size(), rec.requests.size());
+  for (std::size_t i = 0; i < rec.acquires.size(); ++i) ASSERT_EQ(rec.acquires[i], rec.requests[i]) << "at " << i;
+}
+
+TEST(Spinlock, HolderPreemptionStretchesHoldAndBurnsSpin) {
+  // Two vCPUs of one VM share one pCPU (rr, 100 us slices); each thread holds the lock for
+  // 500 us of work after 10 us outside it. The holder's vCPU is preempted several times per
+  // hold, and while it is off the other vCPU runs only to spin: the hold's wall time about
+  // doubles, and about half of the VM's CPU time is spin.
+  TestHost h(test::flat(1), {}, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 2), std::make_unique<LockLoop>(2, 10e3, 500e3, kind(LockKind::kTicket)));
+  h.start();
+  h.run_until(sim::ms(100));
+  const guest::GuestResults r = g.os->results();
+  const guest::LockStats& s = r.locks;
+  ASSERT_GT(s.acquisitions, 20u);
+  EXPECT_GT(s.lhp, s.acquisitions);  // several preemptions per hold with a waiter spinning
+  const double mean_hold = s.hold_ns / static_cast<double>(s.acquisitions);
+  EXPECT_GT(mean_hold, 1.6 * 500e3);
+  double run = 0;
+  for (auto v : g.vcpus) run += static_cast<double>(h.host().vcpu_stats(v).running);
+  EXPECT_GT(s.spin_ns / run, 0.3);
+  EXPECT_LT(s.spin_ns / run, 0.6);
+  EXPECT_EQ(s.halts, 0u);
+}
+
+TEST(Spinlock, NoContentionNoSpinNoPreemptionEvents) {
+  // One vCPU per pCPU: nobody is ever preempted, so no LHP or LWP, whatever the contention.
+  TestHost h(test::flat(4), {}, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 5e3, kind(LockKind::kTicket)));
+  h.start();
+  h.run_until(sim::ms(50));
+  const guest::LockStats s = g.os->results().locks;
+  EXPECT_GT(s.acquisitions, 1000u);
+  EXPECT_EQ(s.lhp, 0u);
+  EXPECT_EQ(s.lwp, 0u);
+}
+
+TEST(Spinlock, PreemptedNextWaiterLeavesLockFreeAndCountsLwp) {
+  // Four vCPUs on two pCPUs with short holds: releases often go to a waiter whose vCPU is
+  // waiting for a pCPU. The lock then sits unusable for up to a host slice: some gap from a
+  // release to the next acquisition, with waiters queued, is far longer than the hand-over.
+  TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(LockKind::kTicket)));
+  Recorder rec;
+  g.os->set_lock_observer(&rec);
+  h.start();
+  h.run_until(sim::ms(100));
+  const guest::LockStats s = g.os->results().locks;
+  EXPECT_GT(s.lwp, 5u);
+  sim::Duration longest = 0;
+  for (std::size_t i = 0; i + 1 < rec.acquire_t.size() && i < rec.release_t.size(); ++i)
+    longest = std::max(longest, rec.acquire_t[i + 1] - rec.release_t[i]);
+  EXPECT_GT(longest, sim::us(50));
+  EXPECT_FALSE(rec.overlap);
+}
+
+class PvFlavours : public ::testing::TestWithParam<guest::PvFlavour> {};
+
+TEST_P(PvFlavours, HaltAfterThresholdAndNeverLoseAKick) {
+  // PV ticket lock with a 1000-loop threshold (5 us), 4 vCPUs on 2 pCPUs: waiters halt, the
+  // unlocker kicks each halted next waiter, nobody is left halted with its ticket served.
+  LockParams p = kind(LockKind::kPvTicket);
+  p.spin_threshold = 1000;
+  p.flavour = GetParam();
+  TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, p));
+  Recorder rec;
+  g.os->set_lock_observer(&rec);
+  h.start();
+  for (int i = 1; i <= 50; ++i) {
+    h.run_until(sim::ms(2 * i));
+    ASSERT_NO_THROW(g.os->check_lost_kicks());
+  }
+  const guest::LockStats s = g.os->results().locks;
+  EXPECT_GT(s.halts, 10u);
+  EXPECT_GT(s.kicks, 10u);
+  EXPECT_LE(s.kicks, s.halts);
+  EXPECT_GT(s.acquisitions, 500u);
+  EXPECT_FALSE(rec.overlap);
+  for (std::size_t i = 0; i < rec.acquires.size(); ++i) ASSERT_EQ(rec.acquires[i], rec.requests[i]);
+  // A spin never outlasts the threshold: at most 5 us of spin per halt or acquisition.
+  EXPECT_LE(s.spin_ns, (static_cast<double>(s.halts + s.contended) + 8) * p.spin_threshold_ns() + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Spinlock, PvFlavours, ::testing::Values(guest::PvFlavour::kKvm, guest::PvFlavour::kXen));
+
+TEST(Spinlock, PvBeatsTicketUnderOvercommit) {
+  // The point of PV locks: under 2x overcommit with long holds, halting instead of spinning
+  // through a preempted holder's absence gives the CPU back, so more loops complete.
+  auto run = [](LockKind k) {
+    LockParams p = kind(k);
+    p.spin_threshold = 1000;
+    TestHost h(test::flat(1), {}, 1, "rr", rr_slice(100e3));
+    auto g = h.add_vm(test::vm("a", 2), std::make_unique<LockLoop>(2, 10e3, 200e3, p));
+    h.start();
+    h.run_until(sim::ms(200));
+    return g.os->results();
+  };
+  const auto ticket = run(LockKind::kTicket), pv = run(LockKind::kPvTicket);
+  EXPECT_GT(pv.throughput, 1.3 * ticket.throughput);
+  EXPECT_LT(pv.locks.spin_ns, 0.2 * ticket.locks.spin_ns);
+}
+
+TEST(Spinlock, DroppedKickIsCaughtAsLostKick) {
+  LockParams p = kind(LockKind::kPvTicket);
+  p.spin_threshold = 1000;
+  p.drop_kicks_for_test = true;
+  TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+  h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, p));
+  h.start();
+  try {
+    h.run_until(sim::ms(100));
+    FAIL() << "a dropped kick went unnoticed";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("lost kick"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Spinlock, MutexNeverSpins) {
+  TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(LockKind::kMutex)));
+  Recorder rec;
+  g.os->set_lock_observer(&rec);
+  h.start();
+  h.run_until(sim::ms(50));
+  const guest::LockStats s = g.os->results().locks;
+  EXPECT_GT(s.acquisitions, 500u);
+  EXPECT_GT(s.contended, 0u);
+  EXPECT_EQ(s.spin_ns, 0.0);
+  EXPECT_EQ(s.lhp, 0u);
+  EXPECT_EQ(s.halts, 0u);
+  EXPECT_FALSE(rec.overlap);
+}
+
+TEST(Spinlock, MutexWaitersLetOtherThreadsRun) {
+  // Two threads on ONE vCPU pair... one vCPU only: a thread waiting for the mutex sleeps, so the
+  // holder (on the same vCPU) runs and the pair completes as if serial. With a spinlock this
+  // could not even happen (a spinner never yields its vCPU); here it must not deadlock.
+  TestHost h(test::flat(1), {}, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 1), std::make_unique<LockLoop>(2, 20e3, 10e3, kind(LockKind::kMutex)));
+  h.start();
+  h.run_until(sim::ms(30));
+  // 30 ms of one CPU at 30 us per loop: about 1000 loops, at least 900.
+  EXPECT_GT(g.os->results().steps, 900u);
+}
+
+TEST(LockWorkloads, EbizzyReportsRecordsPerSecond) {
+  // 4 threads on 4 dedicated vCPUs/pCPUs: a record is 100 us of user work + 4 x 6.25 us held
+  // (125 us alone), so at most 4 / 125 us = 32000 records/s; the shared mmap_lock (20% held)
+  // costs a little.
+  TestHost h(test::flat(4));
+  auto g = h.add_vm(test::vm("a", 4), test::workload("ebizzy", {{"threads", 4}}));
+  h.start();
+  h.run_until(sim::ms(200));
+  EXPECT_EQ(g.os->workload().unit(), "records/s");
+  const double tp = g.os->results().throughput;
+  EXPECT_GT(tp, 0.75 * 32000);
+  EXPECT_LT(tp, 1.02 * 32000);
+}
+
+TEST(LockWorkloads, DbenchReportsMegabytesPerSecond) {
+  // 8 clients on 8 dedicated vCPUs: 10 us per op, 4.7 KB per op: at most 8 x 470 MB/s.
+  TestHost h(test::flat(8));
+  auto g = h.add_vm(test::vm("a", 8), test::workload("dbench", {{"threads", 8}, {"lock", 1}}));
+  h.start();
+  h.run_until(sim::ms(100));
+  EXPECT_EQ(g.os->workload().unit(), "MB/s");
+  const double tp = g.os->results().throughput;
+  EXPECT_GT(tp, 0.6 * 8 * 470);
+  EXPECT_LT(tp, 1.02 * 8 * 470);
+}
+
+TEST(LockWorkloads, OvercommitMakesEbizzySpin) {
+  // A 4-vCPU ebizzy VM (8 threads, ticket lock) alone on 4 pCPUs, then beside a 3-vCPU CPU hog
+  // (rr, 30 ms slices, so the VMs' vCPUs are descheduled out of step): lock-holder and waiter
+  // preemptions appear, the spin share of its CPU time rises, and each CPU-second it gets yields
+  // fewer records than alone.
+  auto run = [](bool hog, double& spin_share, double& cpu) {
+    TestHost h(test::flat(4));
+    auto g = h.add_vm(test::vm("e", 4), test::workload("ebizzy", {{"threads", 8}}));
+    if (hog) h.add_vm(test::vm("hog", 3), test::workload("sysbench-cpu", {{"threads", 3}}));
+    h.start();
+    h.run_until(sim::ms(500));
+    double run = 0;
+    for (auto v : g.vcpus) run += static_cast<double>(h.host().vcpu_stats(v).running);
+    const guest::GuestResults r = g.os->results();
+    spin_share = r.locks.spin_ns / run;
+    cpu = run / 5e8;
+    return r;
+  };
+  double spin_alone = 0, spin_over = 0, cpu_alone = 0, cpu_over = 0;
+  const auto alone = run(false, spin_alone, cpu_alone);
+  const auto over = run(true, spin_over, cpu_over);
+  EXPECT_EQ(alone.locks.lhp + alone.locks.lwp, 0u);
+  EXPECT_GT(over.locks.lhp + over.locks.lwp, 0u);
+  EXPECT_GT(spin_over, 1.5 * spin_alone);
+  EXPECT_LT(over.throughput / cpu_over, 0.95 * alone.throughput / cpu_alone);
+}
+
+}  // namespace
+}  // namespace vcpusim
