@@ -14,7 +14,9 @@
 #include "app/bench.h"
 #include "app/compare.h"
 #include "app/merge.h"
+#include "app/mpi_sweep.h"
 #include "app/perfetto_trace.h"
+#include "app/plot.h"
 #include "app/records.h"
 #include "app/reproduce.h"
 #include "app/sweep.h"
@@ -181,6 +183,9 @@ int main(int argc, char** argv) {
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
   std::string shard;
   sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge");
+  bool use_mpi = false;
+  sweep->add_flag("--mpi", use_mpi, "spread the sweep over the ranks of an MPI job (mpirun -n R vcpusim sweep ... --mpi); "
+                                    "rank 0 writes the records");
 
   auto* merge = cli.add_subcommand("merge", "Join the records of several sweep outputs (shards) into one directory");
   std::vector<std::string> merge_in;
@@ -214,6 +219,18 @@ int main(int argc, char** argv) {
   repro->add_option("--jobs", repro_jobs, "parallel runs (default: every core)");
   repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)");
   repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
+  std::string repro_plot;
+  repro->add_option("--plot", repro_plot, "also draw model beside published per row with gnuplot, to FIG.png or FIG.svg");
+
+  auto* plot = cli.add_subcommand("plot", "Draw a metric of sweep records against a swept field with gnuplot (PNG or SVG)");
+  std::vector<std::string> plot_dirs;
+  app::PlotOptions po;
+  plot->add_option("DIR", plot_dirs, "sweep output directories (or records.jsonl files)")->required();
+  plot->add_option("--x", po.x, "swept field on the x axis (numeric axis when every value is a number)")->required();
+  plot->add_option("--y", po.metric, "record metric on the y axis: mean over repetitions, +/- 1 stddev error bars")->required();
+  plot->add_option("--by", po.by, "one line per value of this swept field, or 'column' (default: the sweep's columns)");
+  plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)");
+  plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)");
 
   try {
     cli.parse(argc, argv);
@@ -231,8 +248,6 @@ int main(int argc, char** argv) {
       return cmd_run(file, seed, duration, reps, json_path, csv_path, quiet);
     }
     if (*sweep) {
-      const app::YamlReader root = with_sets(app::YamlReader::load_file(sweep_file), sets);
-      const app::SweepPlan plan = app::expand_sweep(root);
       app::SweepOptions so{out_dir, jobs, max_records, ::isatty(2) != 0};
       if (!shard.empty()) {
         unsigned k = 0, n = 0;
@@ -243,7 +258,23 @@ int main(int argc, char** argv) {
         so.shard = k;
         so.shards = n;
       }
+      if (use_mpi) {
+        so.progress_bar = false;  // several processes share the terminal
+        auto make_plan = [&] { return app::expand_sweep(with_sets(app::YamlReader::load_file(sweep_file), sets)); };
+        return app::run_mpi_sweep(make_plan, so, std::cerr, print_sweep_summary);
+      }
+      const app::YamlReader root = with_sets(app::YamlReader::load_file(sweep_file), sets);
+      const app::SweepPlan plan = app::expand_sweep(root);
       print_sweep_summary(app::run_sweep(plan, so, std::cerr));
+      return 0;
+    }
+    if (*plot) {
+      if (po.out.empty())
+        po.out = ((std::filesystem::is_directory(plot_dirs.front()) ? std::filesystem::path(plot_dirs.front())
+                                                                    : std::filesystem::path(plot_dirs.front()).parent_path()) /
+                  "plot.png").string();
+      app::plot_records(records_of(plot_dirs), po);
+      std::cerr << "plot: " << po.out << "\n";
       return 0;
     }
     if (*merge) {
@@ -281,6 +312,10 @@ int main(int argc, char** argv) {
       const app::ReproductionResult res = app::evaluate(r, recs);
       if (!repro_json.empty()) write_atomically(repro_json, app::reproduction_json(r, res).dump(2) + "\n");
       if (repro_json != "-") app::write_reproduction(std::cout, r, recs, res);
+      if (!repro_plot.empty()) {
+        app::plot_reproduction(r, res, repro_plot);
+        std::cerr << "reproduce: figure " << repro_plot << "\n";
+      }
       return 0;
     }
     if (*trace) {

@@ -14,54 +14,37 @@
 
 #include "app/records.h"
 #include "app/runner.h"
+#include "app/config_error.h"
 #include "app/scenario.h"
 
 namespace vcpusim::app {
-namespace {
 
-struct Task {
-  const SweepRun* run;
-  const ScenarioSpec* spec;
-  std::uint32_t repetition;
-  std::size_t index;  // position in the whole plan: (run, repetition), repetition fastest
-};
+SweepProgress::SweepProgress(std::ostream& os, bool bar, std::size_t total)
+    : os_(os), bar_(bar), total_(total), t0_(clock::now()), last_(t0_) {}
 
-class Progress {
- public:
-  Progress(std::ostream& os, bool bar, std::size_t total) : os_(os), bar_(bar), total_(total), t0_(clock::now()), last_(t0_) {}
-  void done_one() {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++done_;
-    const auto now = clock::now();
-    const double el = std::chrono::duration<double>(now - t0_).count();
-    const double rate = el > 0 ? static_cast<double>(done_) / el : 0;
-    const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
-    if (bar_) {
-      const int width = 30;
-      const int fill = total_ ? static_cast<int>(width * done_ / total_) : width;
-      fmt::print(os_, "\r[{}{}] {}/{} runs, {:.2f} runs/s, ETA {:.0f} s   ", std::string(fill, '#'),
-                 std::string(width - fill, '.'), done_, total_, rate, eta);
-      if (done_ == total_) fmt::print(os_, "\n");
-      os_.flush();
-    } else if (done_ == total_ || std::chrono::duration<double>(now - last_).count() >= 5.0) {
-      fmt::print(os_, "sweep: {}/{} runs done, {:.2f} runs/s, ETA {:.0f} s\n", done_, total_, rate, eta);
-      last_ = now;
-    }
+void SweepProgress::done_one() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++done_;
+  const auto now = clock::now();
+  const double el = std::chrono::duration<double>(now - t0_).count();
+  const double rate = el > 0 ? static_cast<double>(done_) / el : 0;
+  const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
+  if (bar_) {
+    const int width = 30;
+    const int fill = total_ ? static_cast<int>(width * done_ / total_) : width;
+    fmt::print(os_, "\r[{}{}] {}/{} runs, {:.2f} runs/s, ETA {:.0f} s   ", std::string(fill, '#'),
+               std::string(width - fill, '.'), done_, total_, rate, eta);
+    if (done_ == total_) fmt::print(os_, "\n");
+    os_.flush();
+  } else if (done_ == total_ || std::chrono::duration<double>(now - last_).count() >= 5.0) {
+    fmt::print(os_, "sweep: {}/{} runs done, {:.2f} runs/s, ETA {:.0f} s\n", done_, total_, rate, eta);
+    last_ = now;
   }
+}
 
- private:
-  using clock = std::chrono::steady_clock;
-  std::ostream& os_;
-  bool bar_;
-  std::size_t total_, done_ = 0;
-  clock::time_point t0_, last_;
-  std::mutex mu_;
-};
-
-}  // namespace
-
-SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostream& progress) {
-  SweepSummary sum;
+SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
+  SweepWork w;
+  SweepSummary& sum = w.summary;
   std::filesystem::create_directories(o.out_dir);
   sum.records_path = (std::filesystem::path(o.out_dir) / "records.jsonl").string();
 
@@ -71,14 +54,6 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
       throw ConfigError(sum.records_path, 0, 0, "", "holds records of a different scenario (or an edited one); use another --out directory");
     finished.insert(key_of(r));
   }
-
-  // Every point's scenario is loaded (and so validated) before any work starts.
-  std::vector<ScenarioSpec> specs;
-  specs.reserve(plan.runs.size());
-  for (const SweepRun& run : plan.runs) specs.push_back(load_scenario(YamlReader(run.document, plan.file, "")));
-
-  std::vector<Task> tasks;
-  const std::size_t all_tasks = plan.runs.size() * plan.repetitions;
   for (std::size_t i = 0; i < plan.runs.size(); ++i)
     for (std::uint32_t rep = 0; rep < plan.repetitions; ++rep) {
       const std::size_t index = i * plan.repetitions + rep;
@@ -88,13 +63,52 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
         ++sum.skipped;
         continue;
       }
-      tasks.push_back(Task{&plan.runs[i], &specs[i], rep, index});
+      w.todo.push_back(index);
     }
-  std::size_t todo = tasks.size();
-  if (o.max_records > 0 && o.max_records < todo) todo = o.max_records;
+  if (o.max_records > 0 && o.max_records < w.todo.size()) w.todo.resize(o.max_records);
+  return w;
+}
+
+std::vector<ScenarioSpec> load_sweep_specs(const SweepPlan& plan) {
+  std::vector<ScenarioSpec> specs;
+  specs.reserve(plan.runs.size());
+  for (const SweepRun& run : plan.runs) specs.push_back(load_scenario(YamlReader(run.document, plan.file, "")));
+  return specs;
+}
+
+nlohmann::json run_sweep_task(const SweepPlan& plan, const ScenarioSpec& spec, std::size_t task_index) {
+  const SweepRun& run = plan.runs.at(task_index / plan.repetitions);
+  const auto repetition = static_cast<std::uint32_t>(task_index % plan.repetitions);
+  const std::uint64_t seed = point_seed(plan.seed, run.point_key, repetition);
+  const RunResult res = run_scenario(spec, seed);
+  nlohmann::json rec;
+  rec["scenario"] = plan.name.empty() ? spec.name : plan.name;
+  rec["scenario_hash"] = plan.scenario_hash;
+  rec["column"] = run.column.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.column);
+  rec["column_index"] = run.column_index;
+  rec["point"] = run.point;
+  rec["point_index"] = run.point_index;
+  rec["repetition"] = repetition;
+  rec["task_index"] = task_index;
+  rec["tasks_total"] = plan.runs.size() * plan.repetitions;
+  rec["seed"] = seed;
+  rec["metrics"] = res.metrics();
+  rec["resolved"] = yaml_to_json(run.document);
+  rec["timing"] = {{"wall_seconds", res.timing.wall_seconds},
+                   {"events_per_second", res.timing.events_per_second},
+                   {"sim_to_wall", res.timing.sim_to_wall}};
+  return rec;
+}
+
+SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostream& progress) {
+  SweepWork work = plan_sweep_work(plan, o);
+  SweepSummary& sum = work.summary;
+  // Every point's scenario is loaded (and so validated) before any work starts.
+  const std::vector<ScenarioSpec> specs = load_sweep_specs(plan);
+  const std::size_t todo = work.todo.size();
 
   RecordWriter writer(sum.records_path);
-  Progress prog(progress, o.progress_bar, todo);
+  SweepProgress prog(progress, o.progress_bar, todo);
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
@@ -105,27 +119,9 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
     for (;;) {
       const std::size_t i = next.fetch_add(1);
       if (i >= todo || failed.load()) return;
-      const Task& t = tasks[i];
+      const std::size_t index = work.todo[i];
       try {
-        const std::uint64_t seed = point_seed(plan.seed, t.run->point_key, t.repetition);
-        const RunResult res = run_scenario(*t.spec, seed);
-        nlohmann::json rec;
-        rec["scenario"] = plan.name.empty() ? t.spec->name : plan.name;
-        rec["scenario_hash"] = plan.scenario_hash;
-        rec["column"] = t.run->column.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.run->column);
-        rec["column_index"] = t.run->column_index;
-        rec["point"] = t.run->point;
-        rec["point_index"] = t.run->point_index;
-        rec["repetition"] = t.repetition;
-        rec["task_index"] = t.index;
-        rec["tasks_total"] = all_tasks;
-        rec["seed"] = seed;
-        rec["metrics"] = res.metrics();
-        rec["resolved"] = yaml_to_json(t.run->document);
-        rec["timing"] = {{"wall_seconds", res.timing.wall_seconds},
-                         {"events_per_second", res.timing.events_per_second},
-                         {"sim_to_wall", res.timing.sim_to_wall}};
-        writer.append(rec);
+        writer.append(run_sweep_task(plan, specs[index / plan.repetitions], index));
         ++written;
         prog.done_one();
       } catch (...) {

@@ -5,10 +5,18 @@
 // in flight. Records are identical for any number of jobs (only their order differs).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <ostream>
+#include <set>
 #include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "app/records.h"
+#include "app/scenario.h"
 #include "app/sweep.h"
 
 namespace vcpusim::app {
@@ -30,5 +38,39 @@ struct SweepSummary {
 };
 
 SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::ostream& progress);
+
+// ---- the parts shared by run_sweep and the MPI sweep (app/mpi_sweep.h) ----
+
+/// The work of one sweep invocation: the tasks of this shard not yet finished, in plan order.
+struct SweepWork {
+  SweepSummary summary;                ///< total and skipped filled in; records_path set
+  std::vector<std::size_t> todo;       ///< task indices (run * repetitions + repetition), max_records applied
+};
+
+/// Creates the output directory, reads the finished records (refusing another scenario's,
+/// a ConfigError) and lists the tasks left for shard `options.shard` of `options.shards`.
+SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& options);
+
+/// Loads (and so validates) the scenario of every run of the plan.
+std::vector<ScenarioSpec> load_sweep_specs(const SweepPlan& plan);
+
+/// Runs task `task_index` (run = index / repetitions, repetition = index % repetitions) with
+/// `spec` (that run's loaded scenario) and returns its record (README "Sweep records").
+nlohmann::json run_sweep_task(const SweepPlan& plan, const ScenarioSpec& spec, std::size_t task_index);
+
+/// Progress on a stream: a redrawn bar, or a plain line every 5 s; thread-safe.
+class SweepProgress {
+ public:
+  SweepProgress(std::ostream& os, bool bar, std::size_t total);
+  void done_one();
+
+ private:
+  using clock = std::chrono::steady_clock;
+  std::ostream& os_;
+  bool bar_;
+  std::size_t total_, done_ = 0;
+  clock::time_point t0_, last_;
+  std::mutex mu_;
+};
 
 }  // namespace vcpusim::app

@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config libboost-graph-dev libeigen3-dev libyaml-cpp-dev
-          libgtest-dev libgmock-dev libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev
+          gnuplot-nox openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+#include "app/plot.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "app/config_error.h"
+#include "app/statistics.h"
+
+namespace vcpusim::app {
+namespace {
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string s;
+  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+std::string render(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
+  return v.dump();
+}
+
+// A gnuplot double-quoted string (its "\n" is a line break; nothing else is special).
+std::string quote(const std::string& s) {
+  std::string q = "\"";
+  for (const char c : s) {
+    if (c == '\n') {
+      q += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string extension_of(const std::string& out) {
+  std::string ext = std::filesystem::path(out).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+// The terminal lines for the output's extension: pngcairo when this gnuplot has it, else png.
+std::string terminal(const std::string& out, int width, int height) {
+  const std::string ext = extension_of(out);
+  std::string t;
+  if (ext == ".png")
+    t = fmt::format("if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {{\n"
+                    "  set terminal pngcairo size {0},{1} noenhanced font \"sans,11\"\n"
+                    "}} else {{\n"
+                    "  set terminal png size {0},{1} noenhanced\n"
+                    "}}\n",
+                    width, height);
+  else if (ext == ".svg")
+    t = fmt::format("set terminal svg size {},{} noenhanced dynamic font \"sans,12\" background \"white\"\n", width, height);
+  else
+    throw ConfigError("<command line>", 0, 0, "--out",
+                      "'" + out + "': the figure's extension picks the format: .png or .svg");
+  return t + "set output " + quote(out) + "\n";
+}
+
+// Seven distinguishable colours (Okabe-Ito), cycled.
+std::string colour(std::size_t i) {
+  static const std::array<const char*, 7> c = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"};
+  return c[i % c.size()];
+}
+
+struct Series {
+  std::string label;
+  std::map<std::size_t, std::vector<double>> samples;  // x position -> samples
+};
+
+}  // namespace
+
+std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const PlotOptions& o) {
+  if (records.empty()) throw ConfigError("<records>", 0, 0, "", "no records to plot");
+  const std::string scenario = records.front().value("scenario", "");
+  std::vector<std::string> fields;
+  std::set<std::string> metrics;
+  std::map<int, std::string> col_by_index;
+  for (const auto& r : records) {
+    for (const auto& [k, v] : r.at("point").items())
+      if (std::find(fields.begin(), fields.end(), k) == fields.end()) fields.push_back(k);
+    for (const auto& [k, v] : r.at("metrics").items()) metrics.insert(k);
+    const auto& c = r.at("column");
+    col_by_index[r.value("column_index", 0)] = c.is_null() ? "" : c.get<std::string>();
+  }
+  std::vector<std::string> columns;
+  for (const auto& [i, c] : col_by_index) columns.push_back(c);
+  const bool has_columns = !(columns.size() == 1 && columns.front().empty());
+
+  if (fields.empty()) throw ConfigError("<command line>", 0, 0, "--x", "the records have no swept field to put on the x axis");
+  if (std::find(fields.begin(), fields.end(), o.x) == fields.end())
+    throw ConfigError("<command line>", 0, 0, "--x", "no swept field '" + o.x + "' (have: " + join(fields) + ")");
+  if (!metrics.count(o.metric))
+    throw ConfigError("<command line>", 0, 0, "--y", "no metric '" + o.metric + "' in the records (have: " +
+                                                         join(std::vector<std::string>(metrics.begin(), metrics.end())) + ")");
+  const bool by_column = o.by.empty() || o.by == "column";
+  if (!by_column) {
+    if (o.by == o.x) throw ConfigError("<command line>", 0, 0, "--by", "'" + o.by + "' is already the x axis");
+    if (std::find(fields.begin(), fields.end(), o.by) == fields.end())
+      throw ConfigError("<command line>", 0, 0, "--by", "no swept field '" + o.by + "' (have: column, " + join(fields) + ")");
+  }
+
+  // x values in point order; numeric axis when every value is a number.
+  std::map<int, nlohmann::json> x_by_point;
+  for (const auto& r : records) x_by_point.emplace(r.value("point_index", 0), r.at("point").at(o.x));
+  std::vector<nlohmann::json> xs;
+  for (const auto& [i, v] : x_by_point)
+    if (std::find(xs.begin(), xs.end(), v) == xs.end()) xs.push_back(v);
+  const bool numeric = std::all_of(xs.begin(), xs.end(), [](const nlohmann::json& v) { return v.is_number(); });
+  if (numeric)
+    std::stable_sort(xs.begin(), xs.end(), [](const nlohmann::json& a, const nlohmann::json& b) { return a.get<double>() < b.get<double>(); });
+
+  // Series: the --by value (or the column), plus any other swept field, in the order met
+  // (records sorted by column and point first, so the order follows the sweep).
+  std::vector<nlohmann::json> sorted = records;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return std::make_pair(a.value("column_index", 0), a.value("point_index", 0)) <
+           std::make_pair(b.value("column_index", 0), b.value("point_index", 0));
+  });
+  std::vector<Series> series;
+  for (const auto& r : sorted) {
+    const auto& p = r.at("point");
+    const auto& c = r.at("column");
+    const std::string col = c.is_null() ? "" : c.get<std::string>();
+    std::string label;
+    if (by_column) {
+      label = col;
+    } else {
+      label = o.by + "=" + render(p.at(o.by));
+      if (has_columns) label = col + ", " + label;
+    }
+    for (const auto& f : fields)
+      if (f != o.x && (by_column || f != o.by) && p.contains(f)) label += (label.empty() ? "" : ", ") + f + "=" + render(p.at(f));
+    if (label.empty()) label = o.metric;
+    const auto& m = r.at("metrics");
+    if (!m.contains(o.metric)) continue;
+    auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.label == label; });
+    if (it == series.end()) it = series.insert(series.end(), Series{label, {}});
+    const auto xi = static_cast<std::size_t>(std::find(xs.begin(), xs.end(), p.at(o.x)) - xs.begin());
+    it->samples[xi].push_back(m.at(o.metric).get<double>());
+  }
+
+  std::string s = "# vcpusim plot: " + o.metric + " by " + o.x + "\n";
+  std::size_t nmin = SIZE_MAX, nmax = 0;
+  bool nonnegative = true;
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    s += fmt::format("$s{} << EOD\n", k);
+    // Categorical x: small offsets keep the error bars of different lines apart.
+    const double offset = numeric ? 0.0 : (static_cast<double>(k) - (static_cast<double>(series.size()) - 1) / 2) * 0.05;
+    for (const auto& [xi, v] : series[k].samples) {
+      const Summary sm = summarize(v);
+      nmin = std::min(nmin, sm.n);
+      nmax = std::max(nmax, sm.n);
+      if (sm.amean - sm.stddev < 0) nonnegative = false;
+      const double x = numeric ? xs[xi].get<double>() : static_cast<double>(xi) + offset;
+      s += fmt::format("{:.17g} {:.17g} {:.17g} {}\n", x, sm.amean, sm.stddev, sm.n);
+    }
+    s += "EOD\n";
+  }
+  const std::string reps = nmin == nmax ? fmt::format("n = {}", nmin) : fmt::format("n = {}..{}", nmin, nmax);
+  const std::string title = o.title.empty() ? (scenario.empty() ? "" : scenario + ": ") + o.metric + " by " + o.x : o.title;
+  s += terminal(o.out, 960, 600);
+  s += "set title " + quote(title + "\nmean over repetitions, error bars +/- 1 sample stddev (" + reps + ")") + "\n";
+  s += "set xlabel " + quote(o.x) + "\nset ylabel " + quote(o.metric + " (mean)") + "\n";
+  s += "set grid ytics lc rgb \"#dddddd\"\nset key outside right top box opaque\nset border 3\nset tics nomirror\n";
+  s += "set bars small\n";
+  if (nonnegative) s += "set yrange [0:*]\n";
+  if (numeric) {
+    s += "set offsets graph 0.04, graph 0.04, 0, 0\n";
+    s += "set xtics (";
+    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {:.17g}", i ? ", " : "", quote(render(xs[i])), xs[i].get<double>());
+    s += ")\n";
+  } else {
+    s += fmt::format("set xrange [-0.5:{}]\nset xtics (", static_cast<double>(xs.size()) - 0.5);
+    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", quote(render(xs[i])), i);
+    s += ")\n";
+  }
+  s += "plot ";
+  for (std::size_t k = 0; k < series.size(); ++k)
+    s += fmt::format("{}$s{} using 1:2:3 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb \"{}\" title {}", k ? ", \\\n     " : "", k,
+                     colour(k), quote(series[k].label));
+  return s + "\n";
+}
+
+std::string reproduction_plot_script(const Reproduction& r, const ReproductionResult& res, const std::string& out,
+                                     const std::string& title) {
+  std::vector<std::string> rows, columns;
+  for (const CellResult& c : res.cells) {
+    if (std::find(rows.begin(), rows.end(), c.pub.row) == rows.end()) rows.push_back(c.pub.row);
+    if (std::find(columns.begin(), columns.end(), c.pub.column) == columns.end()) columns.push_back(c.pub.column);
+  }
+  if (rows.empty()) throw ConfigError(r.file, 0, 0, "published", "no published cells to plot");
+  // Two boxes per column (published, model) side by side in each row's slot.
+  const std::size_t boxes = 2 * columns.size();
+  const double width = 0.8 / static_cast<double>(boxes);
+  std::string s = "# vcpusim reproduce " + r.name + " --plot\n";
+  std::vector<std::string> plots;
+  std::size_t nmin = SIZE_MAX, nmax = 0;
+  for (std::size_t ci = 0; ci < columns.size(); ++ci)
+    for (int model = 0; model < 2; ++model) {
+      const std::size_t k = 2 * ci + static_cast<std::size_t>(model);
+      const double offset = (static_cast<double>(k) - (static_cast<double>(boxes) - 1) / 2) * width;
+      std::string data;
+      for (const CellResult& c : res.cells) {
+        if (c.pub.column != columns[ci]) continue;
+        if (model && c.samples == 0) continue;  // no model data for this cell
+        const auto xi = static_cast<std::size_t>(std::find(rows.begin(), rows.end(), c.pub.row) - rows.begin());
+        const double v = model ? c.model : c.pub.value;
+        const double sd = model ? c.model_stddev : std::max(0.0, c.pub.stddev);
+        if (model) {
+          nmin = std::min(nmin, c.samples);
+          nmax = std::max(nmax, c.samples);
+        }
+        data += fmt::format("{:.17g} {:.17g} {:.17g}\n", static_cast<double>(xi) + offset, v, sd);
+      }
+      if (data.empty()) continue;
+      s += fmt::format("$b{} << EOD\n{}EOD\n", k, data);
+      const std::string who = model ? "model (vcpusim)" : "published";
+      const std::string label = columns[ci].empty() ? who : columns[ci] + ": " + who;
+      // Published boxes solid, model boxes hatched, in the column's colour.
+      plots.push_back(fmt::format("$b{0} using 1:2:3 with boxerrorbars lc rgb \"{1}\" lw 1.5 fs {2} title {3}, \\\n"
+                                  "     $b{0} using 1:($2+$3):(sprintf(\"%.1f\", $2)) with labels offset 0,0.8 font \",9\" notitle",
+                                  k, colour(ci), model ? "pattern 4 border" : "solid 0.55 border", quote(label)));
+    }
+  const std::string reps = nmax == 0 ? "no model runs" : nmin == nmax ? fmt::format("n = {}", nmin) : fmt::format("n = {}..{}", nmin, nmax);
+  const std::string t = title.empty() ? "reproduction " + r.name + ": model beside published" : title;
+  s += terminal(out, 960, 600);
+  s += "set title " + quote(t + "\n" + r.metric + "; error bars +/- 1 stddev (published where given; model " + reps + ")") + "\n";
+  s += "set xlabel " + quote(r.rows) + "\nset ylabel " + quote(r.metric) + "\n";
+  s += "set grid ytics lc rgb \"#dddddd\"\nset key outside right top box opaque\nset border 3\nset tics nomirror\n";
+  s += fmt::format("set boxwidth {:.6g} absolute\nset yrange [0:*]\nset offsets 0, 0, graph 0.08, 0\n", width);
+  s += fmt::format("set xrange [-0.5:{}]\nset xtics (", static_cast<double>(rows.size()) - 0.5);
+  for (std::size_t i = 0; i < rows.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", quote(rows[i]), i);
+  s += ")\nplot ";
+  for (std::size_t i = 0; i < plots.size(); ++i) s += (i ? ", \\\n     " : "") + plots[i];
+  return s + "\n";
+}
+
+void run_gnuplot(const std::string& script, const std::string& out) {
+  const auto parent = std::filesystem::path(out).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::string tmpl = (std::filesystem::temp_directory_path() / "vcpusim-plot-XXXXXX.gp").string();
+  const int fd = ::mkstemps(tmpl.data(), 3);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file for gnuplot in " + std::filesystem::temp_directory_path().string());
+  ::close(fd);
+  {
+    std::ofstream f(tmpl, std::ios::trunc);
+    f << script;
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmpl);
+  }
+  const char* env = std::getenv("VCPUSIM_GNUPLOT");
+  const std::string program = env && *env ? env : "gnuplot";
+  std::error_code ec;
+  std::filesystem::remove(out, ec);
+  const std::string cmd = program + " '" + tmpl + "' 2>&1";
+  std::string output;
+  int status = -1;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    std::array<char, 4096> buf{};
+    while (const std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) output.append(buf.data(), n);
+    status = ::pclose(p);
+  }
+  const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == 127)
+    throw std::runtime_error("cannot run '" + program + "': gnuplot is not installed (Debian: apt-get install gnuplot-nox; "
+                             "scripts/setup.sh installs it) or not on PATH");
+  if (code != 0) std::filesystem::remove(out, ec);
+  if (code != 0) throw std::runtime_error("gnuplot failed (script kept: " + tmpl + "):\n" + output);
+  std::filesystem::remove(tmpl, ec);
+  if (!output.empty()) std::cerr << "gnuplot: " << output;
+  if (!std::filesystem::exists(out) || std::filesystem::file_size(out) == 0)
+    throw std::runtime_error("gnuplot wrote nothing to " + out);
+}
+
+void plot_records(const std::vector<nlohmann::json>& records, const PlotOptions& o) {
+  run_gnuplot(sweep_plot_script(records, o), o.out);
+}
+
+void plot_reproduction(const Reproduction& r, const ReproductionResult& res, const std::string& out, const std::string& title) {
+  run_gnuplot(reproduction_plot_script(r, res, out, title), out);
+}
+
+}  // namespace vcpusim::app
