@@ -218,6 +218,7 @@ void GuestOs::begin_acquire(std::uint32_t vc, std::uint32_t t) {
       !port_.is_running(vcpus_[threads_[o].vcpu].id)) {
     l.lhp_counted = true;
     if (measuring()) ++l.stats.lhp;
+    port_.mark("lhp", vcpus_[threads_[o].vcpu].id);
   }
   start_spin(vc, t, true);
 }
@@ -261,7 +262,10 @@ void GuestOs::release_lock(std::uint32_t t) {
   const hv::VcpuId id = vcpus_[wvc].id;
   const bool running = port_.is_running(id), blocked = port_.is_blocked(id);
   // Lock-waiter preemption: the lock now belongs to a waiter whose vCPU waits for a pCPU.
-  if (!running && !blocked && measuring()) ++l.stats.lwp;
+  if (!running && !blocked) {
+    if (measuring()) ++l.stats.lwp;
+    port_.mark("lwp", id);
+  }
   const LockPhase was = wt.phase;
   if (was == LockPhase::kSpin) end_spin(w);
   wt.phase = LockPhase::kTake;
@@ -270,6 +274,7 @@ void GuestOs::release_lock(std::uint32_t t) {
       // unlock_kick: the slow-path flag is set, kick the vCPU holding the new head.
       if (!l.spec.params.drop_kicks_for_test) {
         if (measuring()) ++l.stats.kicks;
+        port_.mark("pv-kick", id);
         kick_for_[wvc] = w;
         port_.arm_guest_timer(domain_, port_.now() + l.spec.params.kick_latency, kKickToken | wvc);
       }
@@ -316,6 +321,7 @@ void GuestOs::spin_expired(std::uint32_t vc, std::uint32_t t) {
   th.phase = LockPhase::kHalted;
   th.halted = true;
   if (measuring()) ++l.stats.halts;
+  port_.mark("pv-halt", vcpus_[vc].id);
   port_.halt(vcpus_[vc].id);
 }
 
@@ -340,6 +346,7 @@ void GuestOs::on_vcpu_preempted(hv::VcpuId v) {
   if (!spin_kind(l)) return;
   l.lhp_counted = l.ticket.has_waiters();
   if (l.lhp_counted && measuring()) ++l.stats.lhp;
+  if (l.lhp_counted) port_.mark("lhp", v);
 }
 
 void GuestOs::check_lost_kicks() const {

@@ -144,6 +144,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning; }
   bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked; }
   void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) override;
+  void mark(std::string_view what, VcpuId v) override { trace_instant(what, v); }
   void set_preempted_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
   sim::Duration run_time(VcpuId v) const override { return vcpus_[v].clock.total(0, now_); }
 

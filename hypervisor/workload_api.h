@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <stdexcept>
 
 #include "hypervisor/exec_model.h"
@@ -34,6 +35,9 @@ class GuestPort {
   /// steal-time "preempted" flag does in Linux's vcpu_is_preempted()).
   virtual bool is_running(VcpuId v) const = 0;
   virtual bool is_blocked(VcpuId v) const = 0;
+  /// Mark an instant on the host's trace, if one is attached ("lhp", "lwp", "pv-halt",
+  /// "pv-kick"); no effect on the run.
+  virtual void mark(std::string_view /*what*/, VcpuId /*v*/) {}
   /// Call GuestHooks::on_timer(token) at `when` (>= now).
   virtual void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) = 0;
   /// Replace the unfinished segment of a vCPU that is preempted (Runnable, not on a pCPU): the
