@@ -67,6 +67,9 @@ nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
   const std::string large = find_config("bench/epyc-large.yaml");
   if (large.empty()) throw std::runtime_error("bench: configs/bench/epyc-large.yaml not found");
   cases.push_back({"epyc-2s-64c rr 256 vCPUs", load_scenario_file(large)});
+  const std::string c2 = find_config("bench/epyc-credit2-4x.yaml");
+  if (c2.empty()) throw std::runtime_error("bench: configs/bench/epyc-credit2-4x.yaml not found");
+  cases.push_back({"epyc-2s-64c credit2 512 vCPUs", load_scenario_file(c2)});
   for (auto& c : cases) {
     if (o.quick) {
       c.spec.duration = sim::ms(500);

@@ -338,6 +338,7 @@ void Host::core_schedule(PcpuId p) {
       pc.forced_idle = true;
       pc.fi_since = now_;
       pc.fi_domain = vcpus_[refused].domain;
+      if (trace_) trace_->instant("forced-idle", refused, s, now_);
     }
   };
   if (mi != kMax) decide(mi, cand[mi]);
