@@ -17,14 +17,14 @@ double Host::compute_rate(const Vcpu& v, PcpuId p) const {
   double r = 1.0;
   // SMT: the most interfering busy sibling decides (a 2-thread core has one sibling).
   if (topo_.threads_per_core() > 1) {
-    topo_.smt_mask(p).for_each([&](PcpuId s) {
-      if (s == p) return;
+    for (const PcpuId s : topo_.smt_list(p)) {
+      if (s == p) continue;
       const VcpuId o = pcpus_[s].curr;
-      if (o == kIdle) return;
+      if (o == kIdle) continue;
       const Vcpu& ov = vcpus_[o];
-      if (ov.state != Runstate::kRunning || !ov.work.active) return;
+      if (ov.state != Runstate::kRunning || !ov.work.active) continue;
       r = std::min(r, x.smt[self][static_cast<std::size_t>(ov.work.profile)]);
-    });
+    }
   }
   // NUMA: the memory-stall share stretches by the latency ratio to where the memory is.
   const Domain& d = domains_[v.domain];
@@ -128,13 +128,13 @@ void Host::set_bandwidth_demand(Vcpu& v, double demand) {
 
 void Host::retime_siblings(PcpuId p) {
   if (topo_.threads_per_core() < 2) return;
-  topo_.smt_mask(p).for_each([&](PcpuId s) {
-    if (s == p) return;
+  for (const PcpuId s : topo_.smt_list(p)) {
+    if (s == p) continue;
     const VcpuId o = pcpus_[s].curr;
-    if (o == kIdle) return;
+    if (o == kIdle) continue;
     Vcpu& ov = vcpus_[o];
     if (ov.state == Runstate::kRunning && ov.work.active) retime(ov);
-  });
+  }
 }
 
 }  // namespace vcpusim::hv

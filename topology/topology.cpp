@@ -141,6 +141,9 @@ Topology build_topology(const TopologySpec& spec) {
     t.node_threads_[p.node].set(p.thread);
     t.all_.set(p.thread);
   }
+  t.core_thread_list_.resize(t.core_threads_.size());
+  for (CoreId c = 0; c < t.core_threads_.size(); ++c)
+    t.core_threads_[c].for_each([&](ThreadId x) { t.core_thread_list_[c].push_back(x); });
   return t;
 }
 

@@ -58,6 +58,9 @@ class Topology {
   const CpuSet& smt_mask(ThreadId t) const { return core_threads_[core_of_[t]]; }
   /// The other threads of t's core.
   CpuSet siblings(ThreadId t) const { return smt_mask(t) - CpuSet::single(t); }
+  /// The threads of t's core as a short list (t included), for per-event loops: walking a
+  /// CpuSet visits all of its words, this visits threads_per_core entries.
+  const std::vector<ThreadId>& smt_list(ThreadId t) const { return core_thread_list_[core_of_[t]]; }
   const CpuSet& threads_of_core(CoreId c) const { return core_threads_[c]; }
   const CpuSet& threads_of_socket(SocketId s) const { return socket_threads_[s]; }
   const CpuSet& threads_of_node(NodeId n) const { return node_threads_[n]; }
@@ -94,6 +97,7 @@ class Topology {
   std::vector<SocketId> socket_of_;
   std::vector<NodeId> node_of_;
   std::vector<CpuSet> core_threads_, socket_threads_, node_threads_;
+  std::vector<std::vector<ThreadId>> core_thread_list_;
   CpuSet all_;
   Eigen::MatrixXd distance_, latency_ratio_;
   double node_bandwidth_mbps_ = 0.0;
