@@ -32,6 +32,7 @@
 #include "policies/registry.h"
 #include "sim/params.h"
 #include "sim/sim_time.h"
+#include "checking_policy.h"
 #include "test_host.h"
 #include "topology/topology.h"
 
@@ -47,58 +48,24 @@ using test::TestHost;
 // Delegates every hook to cfs and watches its answers: every pCPU it puts an entity on is in the
 // entity's hard affinity (pick_cpu, pick_next, set_next), and the instants at which each pCPU
 // switched to another entity.
-class Watcher final : public hv::SchedulerPolicy {
+class Watcher final : public test::CheckingPolicy {
  public:
-  explicit Watcher(std::unique_ptr<hv::SchedulerPolicy> inner) : inner_(std::move(inner)) {}
-  Cfs& cfs() { return *static_cast<Cfs*>(inner_.get()); }
+  using CheckingPolicy::CheckingPolicy;
+  Cfs& cfs() { return static_cast<Cfs&>(inner()); }
 
-  std::uint64_t decisions = 0, affinity_violations = 0;
-  std::string first_violation;
   std::vector<std::vector<sim::Time>> switches;  // per pCPU: instants of set_next to another entity
 
-  std::string_view name() const override { return inner_->name(); }
-  void attach(const hv::SchedContext& ctx) override {
-    hv_ = &ctx.hv;
+ protected:
+  void observe_attach(const hv::SchedContext& ctx) override {
     switches.assign(ctx.hv.topology().num_threads(), {});
     last_.assign(ctx.hv.topology().num_threads(), hv::kIdle);
-    inner_->attach(ctx);
   }
-  void insert_vcpu(VcpuId v) override { inner_->insert_vcpu(v); }
-  hv::PcpuId pick_cpu(VcpuId v, sim::Time now) override {
-    const hv::PcpuId p = inner_->pick_cpu(v, now);
-    check(v, p, "pick_cpu");
-    return p;
-  }
-  void wake(VcpuId v, sim::Time now) override { inner_->wake(v, now); }
-  void sleep(VcpuId v, sim::Time now) override { inner_->sleep(v, now); }
-  void yield(VcpuId v, VcpuId to, sim::Time now) override { inner_->yield(v, to, now); }
-  Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override {
-    const Pick pk = inner_->pick_next(p, now, f);
-    if (pk.vcpu != hv::kIdle) check(pk.vcpu, p, "pick_next");
-    return pk;
-  }
-  void set_next(hv::PcpuId p, VcpuId v, sim::Time now) override {
-    if (v != hv::kIdle) check(v, p, "set_next");
+  void observe_set_next(hv::PcpuId p, VcpuId v, sim::Time now) override {
     if (v != last_[p] && v != hv::kIdle && last_[p] != hv::kIdle) switches[p].push_back(now);
     last_[p] = v;
-    inner_->set_next(p, v, now);
   }
-  void put_prev(hv::PcpuId p, VcpuId prev, sim::Time now) override { inner_->put_prev(p, prev, now); }
-  double core_priority(hv::PcpuId p, VcpuId v, bool core_wide) const override {
-    return inner_->core_priority(p, v, core_wide);
-  }
-  void on_timer(hv::TimerId t, sim::Time now) override { inner_->on_timer(t, now); }
 
  private:
-  void check(VcpuId v, hv::PcpuId p, const char* hook) {
-    ++decisions;
-    if (hv_->vcpu(v).hard.test(p) && hv_->usable_pcpus().test(p)) return;
-    if (affinity_violations++ == 0)
-      first_violation = std::string(hook) + " put entity " + std::to_string(v) + " on pCPU " + std::to_string(p) +
-                        " at t=" + std::to_string(hv_->now());
-  }
-  std::unique_ptr<hv::SchedulerPolicy> inner_;
-  const hv::HypervisorView* hv_ = nullptr;
   std::vector<VcpuId> last_;
 };
 

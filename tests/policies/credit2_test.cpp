@@ -30,6 +30,7 @@
 #include "policies/credit2_runqueue.h"
 #include "policies/registry.h"
 #include "sim/sim_time.h"
+#include "checking_policy.h"
 #include "test_host.h"
 #include "topology/topology.h"
 
@@ -46,64 +47,34 @@ namespace c2 = policy::credit2;
 // Delegates every hook to credit2 and watches its answers: every pCPU it puts an entity on is
 // in the entity's hard affinity (pick_cpu, pick_next, set_next), and how long each entity ran
 // from its dispatch until it was switched out while still runnable (a preemption).
-class Watcher final : public hv::SchedulerPolicy {
+class Watcher final : public test::CheckingPolicy {
  public:
-  explicit Watcher(std::unique_ptr<hv::SchedulerPolicy> inner) : inner_(std::move(inner)) {}
-  Credit2& credit2() { return *static_cast<Credit2*>(inner_.get()); }
+  using CheckingPolicy::CheckingPolicy;
+  Credit2& credit2() { return static_cast<Credit2&>(inner()); }
 
-  std::uint64_t decisions = 0, affinity_violations = 0, preemptions = 0;
+  std::uint64_t preemptions = 0;
   sim::Duration min_preempted_run = sim::kNever;
   std::vector<sim::Duration> preempted_runs;
-  std::string first_violation;
 
-  std::string_view name() const override { return inner_->name(); }
-  void attach(const hv::SchedContext& ctx) override {
-    hv_ = &ctx.hv;
+ protected:
+  void observe_attach(const hv::SchedContext& ctx) override {
     since_.assign(ctx.hv.topology().num_threads(), 0);
     on_.assign(ctx.hv.topology().num_threads(), hv::kIdle);
-    inner_->attach(ctx);
   }
-  void insert_vcpu(VcpuId v) override { inner_->insert_vcpu(v); }
-  hv::PcpuId pick_cpu(VcpuId v, sim::Time now) override {
-    const hv::PcpuId p = inner_->pick_cpu(v, now);
-    check(v, p, "pick_cpu");
-    return p;
-  }
-  void wake(VcpuId v, sim::Time now) override { inner_->wake(v, now); }
-  void sleep(VcpuId v, sim::Time now) override { inner_->sleep(v, now); }
-  void yield(VcpuId v, VcpuId to, sim::Time now) override { inner_->yield(v, to, now); }
-  Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override {
-    const Pick pk = inner_->pick_next(p, now, f);
-    if (pk.vcpu != hv::kIdle) check(pk.vcpu, p, "pick_next");
-    return pk;
-  }
-  void set_next(hv::PcpuId p, VcpuId v, sim::Time now) override {
-    if (v != hv::kIdle) check(v, p, "set_next");
+  void observe_set_next(hv::PcpuId p, VcpuId v, sim::Time now) override {
     if (v != on_[p]) since_[p] = now;  // a dispatch (a continuing entity keeps its time)
     on_[p] = v;
-    inner_->set_next(p, v, now);
   }
-  void put_prev(hv::PcpuId p, VcpuId prev, sim::Time now) override {
+  void observe_put_prev(hv::PcpuId p, VcpuId prev, sim::Time now) override {
     if (hv_->vcpu(prev).state == hv::Runstate::kRunnable) {
       ++preemptions;
       min_preempted_run = std::min(min_preempted_run, now - since_[p]);
       preempted_runs.push_back(now - since_[p]);
     }
     on_[p] = hv::kIdle;
-    inner_->put_prev(p, prev, now);
   }
-  void on_timer(hv::TimerId t, sim::Time now) override { inner_->on_timer(t, now); }
 
  private:
-  void check(VcpuId v, hv::PcpuId p, const char* hook) {
-    ++decisions;
-    if (hv_->vcpu(v).hard.test(p) && hv_->usable_pcpus().test(p)) return;
-    if (affinity_violations++ == 0)
-      first_violation = std::string(hook) + " put entity " + std::to_string(v) + " on pCPU " + std::to_string(p) +
-                        " at t=" + std::to_string(hv_->now());
-  }
-  std::unique_ptr<hv::SchedulerPolicy> inner_;
-  const hv::HypervisorView* hv_ = nullptr;
   std::vector<sim::Time> since_;
   std::vector<VcpuId> on_;
 };

@@ -21,6 +21,7 @@
 #include "policies/registry.h"
 #include "policies/round_robin.h"
 #include "sim/sim_time.h"
+#include "checking_policy.h"
 #include "test_host.h"
 
 namespace vcpusim {
@@ -31,51 +32,8 @@ using hv::VcpuId;
 using test::FakeGuest;
 using test::TestHost;
 
-// Delegates every hook to an inner policy and checks each answer against hard affinity before
-// the dispatcher sees it: pick_cpu's pCPU, pick_next's entity, set_next's commit.
-class AffinityChecker final : public hv::SchedulerPolicy {
- public:
-  explicit AffinityChecker(std::unique_ptr<hv::SchedulerPolicy> inner) : inner_(std::move(inner)) {}
-  std::uint64_t decisions = 0, violations = 0;
-  std::string first_violation;
-
-  std::string_view name() const override { return inner_->name(); }
-  void attach(const hv::SchedContext& ctx) override {
-    hv_ = &ctx.hv;
-    inner_->attach(ctx);
-  }
-  void insert_vcpu(VcpuId v) override { inner_->insert_vcpu(v); }
-  hv::PcpuId pick_cpu(VcpuId v, sim::Time now) override {
-    const hv::PcpuId p = inner_->pick_cpu(v, now);
-    check(v, p, "pick_cpu");
-    return p;
-  }
-  void wake(VcpuId v, sim::Time now) override { inner_->wake(v, now); }
-  void sleep(VcpuId v, sim::Time now) override { inner_->sleep(v, now); }
-  void yield(VcpuId v, VcpuId to, sim::Time now) override { inner_->yield(v, to, now); }
-  Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override {
-    const Pick pk = inner_->pick_next(p, now, f);
-    if (pk.vcpu != hv::kIdle) check(pk.vcpu, p, "pick_next");
-    return pk;
-  }
-  void set_next(hv::PcpuId p, VcpuId v, sim::Time now) override {
-    if (v != hv::kIdle) check(v, p, "set_next");
-    inner_->set_next(p, v, now);
-  }
-  void put_prev(hv::PcpuId p, VcpuId prev, sim::Time now) override { inner_->put_prev(p, prev, now); }
-  void on_timer(hv::TimerId t, sim::Time now) override { inner_->on_timer(t, now); }
-
- private:
-  void check(VcpuId v, hv::PcpuId p, const char* hook) {
-    ++decisions;
-    if (hv_->vcpu(v).hard.test(p) && hv_->usable_pcpus().test(p)) return;
-    if (violations++ == 0)
-      first_violation = std::string(hook) + " put entity " + std::to_string(v) + " on pCPU " + std::to_string(p) +
-                        " at t=" + std::to_string(hv_->now());
-  }
-  std::unique_ptr<hv::SchedulerPolicy> inner_;
-  const hv::HypervisorView* hv_ = nullptr;
-};
+// The policy behind a decorator that checks every placing answer (tests/support/checking_policy.h).
+using AffinityChecker = test::CheckingPolicy;
 
 std::unique_ptr<guest::Program> compute_sleep(std::uint32_t threads, double compute_ns, double block_ns) {
   return std::make_unique<guest::Program>(
@@ -129,7 +87,7 @@ TEST(RoundRobin, HonoursHardAffinityOnEveryDecisionAt4xOvercommit) {
       }
     }
   });
-  EXPECT_EQ(chk->violations, 0u) << chk->first_violation;
+  EXPECT_EQ(chk->affinity_violations, 0u) << chk->first_violation;
   // Not vacuous: many decisions were made and all 16 threads were busy most of the time.
   EXPECT_GT(chk->decisions, 10'000u);
   EXPECT_GT(running_seen, 100'000u * 16 * 9 / 10);
