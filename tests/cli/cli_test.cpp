@@ -4,6 +4,8 @@
 // an abort, an uncaught exception or a hang. Runs the real binary ($VCPUSIM, set by meson).
 #include <gtest/gtest.h>
 
+#include "cli_support.h"
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -17,36 +19,7 @@
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-std::string binary() {
-  const char* b = std::getenv("VCPUSIM");
-  return b ? b : "vcpusim";
-}
-
-Outcome run(const std::string& args) {
-  // `timeout` turns a hang into a failure with status 124 instead of a stuck suite.
-  const std::string cmd = "timeout 120 " + binary() + " " + args + " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return o;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) o.output.append(buf.data(), n);
-  const int st = pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return o;
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("vcpusim_cli_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
+using namespace vcpusim::test;
 
 // A valid scenario with one line replaced, so each case differs from a good file by one thing.
 const char* kGood = R"(name: t
@@ -199,32 +172,6 @@ columns:
   HT: {host.smt: on}
   noHT: {host.smt: off}
 )";
-
-// Records without their wall-clock part, sorted, one per line: what must not depend on --jobs.
-std::string canonical_records(const std::string& dir) {
-  std::ifstream in(dir + "/records.jsonl");
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto t = line.find(",\"timing\":");
-    lines.push_back(t == std::string::npos ? line : line.substr(0, t));
-  }
-  std::sort(lines.begin(), lines.end());
-  std::string all;
-  for (const auto& l : lines) all += l + "\n";
-  return all;
-}
-
-std::string fresh_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("vcpusim_cli_" + std::to_string(::getpid())) / name;
-  std::filesystem::remove_all(d);
-  return d.string();
-}
-
-std::size_t count_lines(const std::string& path) {
-  std::ifstream in(path);
-  return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
-}
 
 }  // namespace
 

@@ -8,6 +8,8 @@
 // cores. ASAN_OPTIONS=detect_leaks=0: Open MPI's own allocations are not ours to report.
 #include <gtest/gtest.h>
 
+#include "cli_support.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,26 +24,7 @@
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-std::string binary() {
-  const char* b = std::getenv("VCPUSIM");
-  return b ? b : "vcpusim";
-}
-
-Outcome shell(const std::string& cmd) {
-  Outcome o;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return o;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) o.output.append(buf.data(), n);
-  const int st = pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return o;
-}
+using namespace vcpusim::test;
 
 // The command line that works as root in this project's containers (README, docs/distributed-and-figures.md).
 const char* kMpirun = "mpirun --allow-run-as-root --oversubscribe";
@@ -50,26 +33,6 @@ Outcome mpirun(int ranks, const std::string& args, const std::string& env = "") 
   // `timeout` turns a hang into a failure (status 124) instead of a stuck suite.
   return shell("ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " + env + " timeout 180 " + kMpirun + " -n " +
                std::to_string(ranks) + " " + binary() + " " + args);
-}
-
-Outcome run(const std::string& args) { return shell("timeout 120 " + binary() + " " + args); }
-
-std::filesystem::path scratch() {
-  const auto d = std::filesystem::temp_directory_path() / ("vcpusim_mpi_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d;
-}
-
-std::string fresh_dir(const std::string& name) {
-  const auto d = scratch() / name;
-  std::filesystem::remove_all(d);
-  return d.string();
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = scratch() / name;
-  std::ofstream(path) << text;
-  return path.string();
 }
 
 const char* kSweep = R"(name: mp
@@ -90,26 +53,6 @@ columns:
   HT: {host.smt: on}
   noHT: {host.smt: off}
 )";
-
-// Records without their wall-clock part (the last key), sorted, one per line.
-std::string canonical_records(const std::string& dir) {
-  std::ifstream in(dir + "/records.jsonl");
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto t = line.find(",\"timing\":");
-    lines.push_back(t == std::string::npos ? line : line.substr(0, t));
-  }
-  std::sort(lines.begin(), lines.end());
-  std::string all;
-  for (const auto& l : lines) all += l + "\n";
-  return all;
-}
-
-std::size_t count_lines(const std::string& path) {
-  std::ifstream in(path);
-  return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
-}
 
 bool have_mpirun() { return shell("command -v mpirun").status == 0; }
 

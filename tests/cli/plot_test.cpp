@@ -4,6 +4,8 @@
 // saying so, when gnuplot is not installed (Debian package gnuplot-nox, scripts/setup.sh).
 #include <gtest/gtest.h>
 
+#include "cli_support.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,48 +19,9 @@
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-std::string binary() {
-  const char* b = std::getenv("VCPUSIM");
-  return b ? b : "vcpusim";
-}
-
-Outcome shell(const std::string& cmd) {
-  Outcome o;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return o;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) o.output.append(buf.data(), n);
-  const int st = pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return o;
-}
-
-Outcome run(const std::string& args) { return shell("timeout 120 " + binary() + " " + args); }
+using namespace vcpusim::test;
 
 bool have_gnuplot() { return shell("command -v gnuplot").status == 0; }
-
-std::filesystem::path scratch() {
-  const auto d = std::filesystem::temp_directory_path() / ("vcpusim_plot_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d;
-}
-
-std::string fresh_dir(const std::string& name) {
-  const auto d = scratch() / name;
-  std::filesystem::remove_all(d);
-  return d.string();
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = scratch() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
