@@ -19,7 +19,7 @@ GuestOs::GuestOs(hv::GuestPort& port, hv::DomainId domain, std::vector<hv::VcpuI
   threads_.resize(n);
   for (std::uint32_t t = 0; t < n; ++t)
     threads_[t].rng = sim::RngStream(master_seed, seed_name + "/thread/" + std::to_string(t));
-  for (const LockSpec& l : workload_->locks()) locks_.push_back(LockState{l, {}, {}, {}, false});
+  for (const LockSpec& l : workload_->locks()) locks_.push_back(LockState{l, {}, Mutex(l.params.barging), {}, false});
   kick_for_.assign(vcpus_.size(), kNone);
 }
 
@@ -85,6 +85,7 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
       start_spin(vc, t, true);
       return;
     case LockPhase::kTake:
+    case LockPhase::kRetry:
       th.halted = false;
       port_.set_work(vcpus_[vc].id, locks_[th.step.lock].spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
       return;
@@ -148,6 +149,10 @@ void GuestOs::on_work_done(hv::VcpuId v) {
   }
   if (th.phase == LockPhase::kTake) {
     lock_acquired(vc, t, true);
+    return;
+  }
+  if (th.phase == LockPhase::kRetry) {
+    retry_mutex(vc, t);
     return;
   }
   th.remaining -= th.segment;
@@ -250,7 +255,7 @@ void GuestOs::release_lock(std::uint32_t t) {
   if (!spin_kind(l)) {
     const std::uint32_t w = l.mutex.unlock();
     if (w == kNone) return;
-    threads_[w].phase = LockPhase::kTake;
+    threads_[w].phase = l.mutex.barging() ? LockPhase::kRetry : LockPhase::kTake;
     threads_[w].blocked = false;
     place_woken(w);
     return;
@@ -289,6 +294,21 @@ void GuestOs::release_lock(std::uint32_t t) {
   }
   if (running) port_.set_work(id, l.spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
   else port_.set_preempted_work(id, l.spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
+}
+
+void GuestOs::retry_mutex(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  // The futex-woken waiter retries (glibc lll_lock's loop): a barger may have taken the lock
+  // meanwhile, then it sleeps again, queued at the tail. Its wait runs from its first request.
+  if (l.mutex.lock(t)) {
+    lock_acquired(vc, t, true);
+    return;
+  }
+  th.phase = LockPhase::kSleep;
+  th.blocked = true;
+  set_curr(vc, kNone);
+  run_next(vc);
 }
 
 void GuestOs::start_spin(std::uint32_t vc, std::uint32_t t, bool new_period) {

@@ -27,7 +27,9 @@
 //    by anything else is spurious, it spins another threshold; Xen (poll): only the kick wakes
 //    it (GuestOs does not kick a polling vCPU to place a woken thread).
 //  - mutex, kSleep: the thread blocks (the vCPU runs another thread or halts); the unlocker
-//    hands over and wakes it like any waking thread.
+//    hands over and wakes it like any waking thread. A barging mutex (glibc pthread, mutex.h)
+//    does not hand over: the woken waiter enters kRetry (a handoff_ns segment when it runs, the
+//    lock word's cacheline), then takes the lock if it is still free or sleeps again.
 // Hand-over (release with waiters): the next waiter in FIFO order owns the lock at once and
 // enters kTake, a handoff_ns segment (the lock cacheline moving), replacing its spin segment on
 // a running vCPU (the spin's re-timing), on a preempted one through set_preempted_work (it
@@ -104,7 +106,7 @@ class GuestOs final : public hv::GuestHooks {
  private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   static constexpr std::uint64_t kKickToken = std::uint64_t{1} << 63;  ///< | local vCPU index
-  enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kHold };
+  enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kRetry, kHold };
   struct LockState {
     LockSpec spec;
     TicketSpinlock ticket;
@@ -150,6 +152,7 @@ class GuestOs final : public hv::GuestHooks {
   void begin_acquire(std::uint32_t vc, std::uint32_t t);
   void lock_acquired(std::uint32_t vc, std::uint32_t t, bool contended);
   void release_lock(std::uint32_t t);
+  void retry_mutex(std::uint32_t vc, std::uint32_t t);
   void start_spin(std::uint32_t vc, std::uint32_t t, bool new_period);
   void spin_expired(std::uint32_t vc, std::uint32_t t);
   void end_spin(std::uint32_t t);  ///< folds the spin CPU time into the lock's stats

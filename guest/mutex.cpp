@@ -6,7 +6,7 @@
 namespace vcpusim::guest {
 
 bool Mutex::lock(std::uint32_t t) {
-  if (owner_ == kNone && waiters_.empty()) {
+  if (owner_ == kNone && (barging_ || waiters_.empty())) {
     owner_ = t;
     return true;
   }
@@ -18,9 +18,10 @@ std::uint32_t Mutex::unlock() {
   if (owner_ == kNone) throw std::logic_error("mutex unlocked while free");
   owner_ = kNone;
   if (waiters_.empty()) return kNone;
-  owner_ = waiters_.front();
+  const std::uint32_t w = waiters_.front();
   waiters_.pop_front();
-  return owner_;
+  if (!barging_) owner_ = w;
+  return w;
 }
 
 }  // namespace vcpusim::guest

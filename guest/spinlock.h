@@ -48,6 +48,8 @@ struct LockParams {
   /// note 1.4 step 1, "cost 20-50 ns" [E].
   double handoff_ns = 40.0;
   PvFlavour flavour = PvFlavour::kKvm;
+  /// mutex only: glibc pthread semantics (mutex.h, "barging") instead of FIFO hand-off.
+  bool barging = false;
   /// Test hook for the lost-kick check: the unlocker "forgets" to kick (never set by app/).
   bool drop_kicks_for_test = false;
 

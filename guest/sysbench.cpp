@@ -43,6 +43,25 @@ Step SysbenchCpu::next(std::uint32_t, sim::RngStream& rng) {
   return Step{Step::Kind::kCompute, w, hv::Profile::kCpu, 0.0, 0, static_cast<double>(per_step_)};
 }
 
+SysbenchMemory::SysbenchMemory(std::uint32_t threads, double block_bytes, double thread_mbps, double mem_intensity,
+                               double events_per_step_param, Version version, double cs_frac)
+    : threads_(threads), block_mib_(block_bytes / (1024.0 * 1024.0)),
+      block_ns_(block_bytes / (thread_mbps * 1024.0 * 1024.0) * 1e9), mem_(mem_intensity), version_(version),
+      cs_frac_(cs_frac),
+      per_step_(version == Version::k10 || events_per_step_param >= 1
+                    ? vcpusim::guest::events_per_step(events_per_step_param, block_ns_)
+                    // 0.4: the fewest events making 50 us (see sysbench.h)
+                    : static_cast<std::uint32_t>(std::max(1.0, std::ceil(50e3 / block_ns_)))),
+      second_(threads, 0) {}
+
+std::vector<LockSpec> SysbenchMemory::locks() const {
+  if (version_ == Version::k10) return {};
+  LockParams p;
+  p.kind = LockKind::kMutex;
+  p.barging = true;  // glibc's default pthread mutex
+  return {LockSpec{"sb_globals.exec_mutex", p}, LockSpec{"oper_mutex", p}};
+}
+
 std::vector<ParamSpec> SysbenchMemory::param_specs() {
   return {
       {"threads", ParamSpec::Kind::kInt, 1, 1, 4096, {}, "--threads (sysbench default 1)"},
@@ -54,6 +73,10 @@ std::vector<ParamSpec> SysbenchMemory::param_specs() {
       {"mem_intensity", ParamSpec::Kind::kDouble, 0.8, 0.0, 1.0, {},
        "share of its time stalled on memory, scales the NUMA penalty [E]"},
       kEventsPerStep,
+      {"version", ParamSpec::Kind::kChoice, 0, 0, 1, {"1.0", "0.4"},
+       "sysbench version: 1.0 (no lock per event) or 0.4 (two global pthread mutexes per event; see sysbench.h)"},
+      {"cs_frac", ParamSpec::Kind::kDouble, 0.4, 0.0, 0.95, {},
+       "0.4 only: share of an event's CPU time under the two mutexes (note: 30-50% at 1 KiB -> 0.4)"},
   };
 }
 
@@ -61,10 +84,30 @@ std::unique_ptr<Workload> SysbenchMemory::make(const sim::ParamValues& v) {
   return std::make_unique<SysbenchMemory>(static_cast<std::uint32_t>(v.get("threads", 1)),
                                           v.get("block_size", 1024.0 * 1024.0),
                                           v.get("thread_bandwidth", 6000), v.get("mem_intensity", 0.8),
-                                          v.get("events_per_step", 0));
+                                          v.get("events_per_step", 0),
+                                          static_cast<Version>(static_cast<int>(v.get("version", 0))),
+                                          v.get("cs_frac", 0.4));
 }
 
-Step SysbenchMemory::next(std::uint32_t, sim::RngStream&) {
+Step SysbenchMemory::next(std::uint32_t thread, sim::RngStream&) {
+  if (version_ == Version::k04) {
+    // An event's CPU time is block_ns_; cs_frac of it is held, half under each mutex.
+    const double held = cs_frac_ * block_ns_ * per_step_ / 2;
+    Step s;
+    s.profile = hv::Profile::kMixed;
+    s.mem_intensity = mem_;
+    s.hold_ns = held;
+    if (!second_[thread]) {
+      s.work_ns = 0;  // the loop top: straight into memory_get_request()'s mutex
+      s.lock = 0;
+    } else {
+      s.work_ns = (1 - cs_frac_) * block_ns_ * per_step_;  // the writes and the event timers
+      s.lock = 1;
+      s.result = block_mib_ * per_step_;
+    }
+    second_[thread] ^= 1;
+    return s;
+  }
   // It draws what it writes: block bytes per block time, in MB/s (1 MiB/s = 1.048576 MB/s).
   const double mbps = block_mib_ * 1.048576 / (block_ns_ * 1e-9);
   return Step{Step::Kind::kCompute, block_ns_ * per_step_, hv::Profile::kMemory, mem_, 0, block_mib_ * per_step_, mbps};

@@ -17,6 +17,22 @@
 // the fewest that make 1 ms of reference work. Results are credited when a step completes; the
 // partial steps cut by the ends of the measured interval bias the result by at most one step
 // per thread over the interval (under 0.01% for 1 ms steps over 10 s).
+//
+// sysbench memory `version: "0.4"` (0.4/0.5, the version distributions shipped until 2016):
+// every event takes TWO global pthread mutexes (akopytov/sysbench 0.4 sources):
+//   memory_get_request(): SB_THREAD_MUTEX_LOCK(); total_ops++; total_bytes += block; UNLOCK
+//   memory_execute_request(): the block writes between LOG_EVENT_START/STOP, and the STOP's
+//     oper_handler_process(): pthread_mutex_lock(&oper_mutex); operations[ncell]++; unlock
+// Both are glibc default mutexes: contention sleeps on a futex, the unlock wakes one waiter who
+// retries (a barging mutex, mutex.h), so a VM's threads block and its vCPUs halt and wake: the
+// event is lock- and wake-up-bound, not DRAM-bound (reference note, "sysbench memory": "Only the
+// 0.4/0.5 mutex version turns contention into futex sleeps, wake-ups and HLT exits";
+// "CS frac ... 0.4/0.5: 30-50% at 1 KiB"). MODEL: one event is `event CPU time` (from
+// thread_bandwidth: block / thread_bandwidth) of which cs_frac is held, half under each mutex;
+// profile mixed (L1-resident writes, system calls, lock cachelines). A step is
+// `events_per_step` events' worth of one mutex section (default: the fewest making 50 us of
+// work, far below the hypervisor's 1 ms rate limit and the guest slice): a thread alternates a
+// claim step (mutex 0) and a write + statistics step (mutex 1), credited after the second.
 #pragma once
 
 #include "guest/workload.h"
@@ -46,22 +62,25 @@ std::uint32_t events_per_step(double requested, double event_ns);
 
 class SysbenchMemory final : public Workload {
  public:
+  enum class Version : std::uint8_t { k10 = 0, k04 = 1 };
   static std::vector<sim::ParamSpec> param_specs();
   static std::unique_ptr<Workload> make(const sim::ParamValues& v);
   SysbenchMemory(std::uint32_t threads, double block_bytes, double thread_mbps, double mem_intensity,
-                 double events_per_step_param = 0)
-      : threads_(threads), block_mib_(block_bytes / (1024.0 * 1024.0)),
-        block_ns_(block_bytes / (thread_mbps * 1024.0 * 1024.0) * 1e9), mem_(mem_intensity),
-        per_step_(events_per_step(events_per_step_param, block_ns_)) {}
+                 double events_per_step_param = 0, Version version = Version::k10, double cs_frac = 0.4);
   std::string_view kind() const override { return "sysbench-memory"; }
   std::uint32_t threads() const override { return threads_; }
   Step next(std::uint32_t thread, sim::RngStream& rng) override;
   std::string_view unit() const override { return "MiB/s"; }
+  std::vector<LockSpec> locks() const override;
+  std::uint32_t events_per_step() const { return per_step_; }
 
  private:
   std::uint32_t threads_;
   double block_mib_, block_ns_, mem_;
+  Version version_;
+  double cs_frac_;
   std::uint32_t per_step_;
+  std::vector<std::uint8_t> second_;  ///< 0.4: the thread's next step is the write + stats step
 };
 
 }  // namespace vcpusim::guest
