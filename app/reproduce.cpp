@@ -38,7 +38,8 @@ Reproduction load_reproduction(const std::string& name_or_path,
     }
   }
   const YamlReader root = YamlReader::load_file(path);
-  root.only({"source", "description", "metric", "higher_is_better", "rows", "baseline", "tolerance_pct", "scenario", "published"});
+  root.only({"source", "description", "metric", "higher_is_better", "rows", "baseline", "tolerance_pct", "scenario",
+             "published", "explain"});
   Reproduction r;
   r.file = path;
   r.name = std::filesystem::path(path).stem().string();
@@ -67,6 +68,11 @@ Reproduction load_reproduction(const std::string& name_or_path,
     p.note = c.get_string("note", "");
     r.published.push_back(p);
   }
+  if (root.has("explain")) {
+    const YamlReader ex = root.at("explain");
+    ex.require_sequence();
+    for (std::size_t i = 0; i < ex.size(); ++i) r.explain.push_back(ex.at(i).as_string());
+  }
   YAML::Node scen = shallow_copy(root.at("scenario").node());
   for (const auto& [k, v] : overrides) apply_override(scen, k, YAML::Load(v), root.at("scenario"));
   r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
@@ -82,16 +88,33 @@ std::string cell_op(const nlohmann::json& point, const std::string& field) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+/// Adds every per-VM value of `vm.*.suffix` in `metrics` to sum/count.
+void add_vm_metric(const nlohmann::json& metrics, const std::string& suffix, double& sum, std::size_t& n) {
+  const std::string tail = "." + suffix;
+  for (const auto& [k, v] : metrics.items())
+    if (k.rfind("vm.", 0) == 0 && k.size() > tail.size() + 3 && k.compare(k.size() - tail.size(), tail.size(), tail) == 0 &&
+        k.find('.', 3) == k.size() - tail.size() && v.is_number()) {
+      sum += v.get<double>();
+      ++n;
+    }
+}
+
 }  // namespace
 
 ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records) {
   ReproductionResult res;
   std::map<std::pair<std::string, std::string>, std::vector<double>> samples;  // (row, column)
+  // (row, column) -> per explain metric: (sum, count) over VMs and repetitions
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, std::size_t>>> reasons;
   for (const auto& rec : records) {
     const auto& m = rec.at("metrics");
     if (!m.contains(r.metric) || !rec.at("point").contains(r.rows)) continue;
     const auto& c = rec.at("column");
-    samples[{cell_op(rec.at("point"), r.rows), c.is_null() ? "" : c.get<std::string>()}].push_back(m.at(r.metric).get<double>());
+    const std::pair<std::string, std::string> key{cell_op(rec.at("point"), r.rows), c.is_null() ? "" : c.get<std::string>()};
+    samples[key].push_back(m.at(r.metric).get<double>());
+    auto& why = reasons[key];
+    why.resize(r.explain.size());
+    for (std::size_t i = 0; i < r.explain.size(); ++i) add_vm_metric(m, r.explain[i], why[i].first, why[i].second);
   }
   auto mean_of = [&](const std::vector<double>& xs) {
     const Summary s = summarize(xs);
@@ -107,6 +130,8 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
       c.model_stddev = summarize(it->second).stddev;
       c.diff_pct = p.value != 0 ? 100.0 * (c.model / p.value - 1.0) : 0.0;
       c.within = std::fabs(c.diff_pct) <= r.tolerance_pct;
+      for (const auto& [sum, n] : reasons[{p.row, p.column}])
+        c.explain.push_back(n ? sum / static_cast<double>(n) : std::nan(""));
     }
     if (c.within) ++res.within;
     res.mean_abs_diff += std::fabs(c.diff_pct);
@@ -155,6 +180,18 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
                c.pub.stddev >= 0 ? fmt::format("{:.2f}", c.pub.stddev) : "-", c.model, c.model_stddev, c.samples,
                c.diff_pct, c.samples == 0 ? "no data" : c.within ? "yes" : "NO");
   }
+  if (!r.explain.empty()) {
+    os << "\nwhat the model did (per VM, mean over the cell's VMs and repetitions):\n";
+    fmt::print(os, "{:<28} {:<14}", "row", "column");
+    for (const std::string& e : r.explain) fmt::print(os, " {:>16}", e);
+    os << "\n";
+    for (const CellResult& c : res.cells) {
+      fmt::print(os, "{:<28} {:<14}", c.pub.row, c.pub.column.empty() ? "-" : c.pub.column);
+      for (std::size_t i = 0; i < r.explain.size(); ++i)
+        fmt::print(os, " {:>16}", i < c.explain.size() && !std::isnan(c.explain[i]) ? fmt::format("{:.3f}", c.explain[i]) : "-");
+      os << "\n";
+    }
+  }
   fmt::print(os, "\nsummary: {}/{} cells within {:g}%; mean |diff| {:.2f}%; direction of the % changes against {} "
                  "agrees in {}/{}; mean absolute error of those changes {:.2f} points\n",
              res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
@@ -169,7 +206,10 @@ nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult
   j["metric"] = r.metric;
   j["tolerance_pct"] = r.tolerance_pct;
   j["cells"] = nlohmann::json::array();
-  for (const CellResult& c : res.cells)
+  for (const CellResult& c : res.cells) {
+    nlohmann::json why = nlohmann::json::object();
+    for (std::size_t i = 0; i < r.explain.size() && i < c.explain.size(); ++i)
+      why[r.explain[i]] = std::isnan(c.explain[i]) ? nlohmann::json(nullptr) : nlohmann::json(c.explain[i]);
     j["cells"].push_back({{"row", c.pub.row},
                           {"column", c.pub.column.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.pub.column)},
                           {"published", c.pub.value},
@@ -178,7 +218,9 @@ nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult
                           {"model_stddev", c.model_stddev},
                           {"samples", c.samples},
                           {"diff_pct", c.diff_pct},
-                          {"within_tolerance", c.within}});
+                          {"within_tolerance", c.within},
+                          {"explain", why}});
+  }
   j["summary"] = {{"cells", res.cells.size()},
                   {"within_tolerance", res.within},
                   {"mean_abs_diff_pct", res.mean_abs_diff},

@@ -16,6 +16,8 @@
 //   scenario: {...}                 # a scenario with sweep: (and columns:, when the table has them)
 //   published:
 //     - {row: Alone, column: null, value: 1306.90, stddev: 0.94}
+//   explain: [remote_memory, steal_pct]  # optional: per-VM metrics printed per cell, the model's
+//                                        # reasons (mean over the cell's VMs and repetitions)
 #pragma once
 
 #include <ostream>
@@ -39,6 +41,7 @@ struct Reproduction {
   std::string baseline_row, baseline_column;  ///< one of the two is set
   double tolerance_pct = 10;
   std::vector<PublishedCell> published;
+  std::vector<std::string> explain;  ///< per-VM metric names (the part after vm.NAME.)
   SweepPlan plan;
 };
 
@@ -54,6 +57,7 @@ struct CellResult {
   std::size_t samples = 0;
   double diff_pct = 0;
   bool within = false;
+  std::vector<double> explain;  ///< by Reproduction::explain; NaN where no record has it
 };
 
 struct ReproductionResult {

@@ -3,6 +3,8 @@
 // reproduction loads and names a swept field.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "app/reproduce.h"
 
 namespace vcpusim::app {
@@ -53,6 +55,34 @@ TEST(Reproduce, DisagreeingDirectionIsCounted) {
   EXPECT_EQ(res.direction_total, 1u);
   EXPECT_EQ(res.direction_agree, 0u);
   EXPECT_NEAR(res.mae_pp, 15.0, 1e-9);
+}
+
+TEST(Reproduce, ExplainAveragesPerVmMetricsOverVmsAndRepetitions) {
+  // Two repetitions of one cell, two VMs each: steal 10, 30 and 20, 40 -> mean 25. A group-level
+  // key with a deeper path (vm.db.x.steal_pct) and another metric are not counted; a metric no
+  // record has is NaN (printed "-", JSON null).
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_row = "base";
+  r.explain = {"steal_pct", "absent"};
+  r.published = {{"base", "", "", 100, -1}};
+  auto with = [](int rep, double a, double b) {
+    nlohmann::json j = rec("base", 100, rep);
+    j["metrics"]["vm.db-0.steal_pct"] = a;
+    j["metrics"]["vm.db-1.steal_pct"] = b;
+    j["metrics"]["vm.db.x.steal_pct"] = 1000.0;
+    j["metrics"]["vm.db-0.cpu"] = 7.0;
+    return j;
+  };
+  const ReproductionResult res = evaluate(r, {with(0, 10, 30), with(1, 20, 40)});
+  ASSERT_EQ(res.cells.size(), 1u);
+  ASSERT_EQ(res.cells[0].explain.size(), 2u);
+  EXPECT_DOUBLE_EQ(res.cells[0].explain[0], 25.0);
+  EXPECT_TRUE(std::isnan(res.cells[0].explain[1]));
+  const auto j = reproduction_json(r, res);
+  EXPECT_EQ(j["cells"][0]["explain"]["steal_pct"], 25.0);
+  EXPECT_TRUE(j["cells"][0]["explain"]["absent"].is_null());
 }
 
 TEST(Reproduce, ShippedReproductionsLoad) {
