@@ -47,6 +47,9 @@ std::uint32_t GuestOs::dequeue(std::uint32_t vc) {
 
 void GuestOs::start() {
   for (std::uint32_t t = 0; t < threads_.size(); ++t) {
+    // Its home vCPU even if its first step sleeps (a receive, a block): where it wakes first,
+    // and on bare metal the entity that is this thread.
+    threads_[t].vcpu = t % static_cast<std::uint32_t>(vcpus_.size());
     advance_thread(t);
     if (!threads_[t].blocked) enqueue(t % vcpus_.size(), t);
   }
