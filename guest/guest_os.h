@@ -36,14 +36,15 @@
 // counts when kTake completes. LHP: a holder's vCPU preempted while its lock has waiters
 // (on_vcpu_preempted), or a waiter arriving while the holder's vCPU is off-CPU (once per
 // preemption). LWP: the new owner's vCPU is preempted (Runnable) at the release.
+// MODEL: a mutex holder is not rotated out by the guest either; the unlocker pays no cost for
+// a kick (the exit is folded into kick_latency, which delays the waiter instead); statistics of
+// a wait or spin are counted when it ends, if that is inside the measured interval.
+//
 // Channels (channel.h). A kReceive step takes a queued message at once, or sleeps its thread
 // until one is sent: the sender's compute step with `send_to` completes, the message goes to
 // the first waiter, which is woken and placed like any waking thread (a halted vCPU is kicked).
 // The receive's `result` is credited on arrival. MODEL: the send and the wake-up cost nothing
 // beyond the sender's own compute step (the wake-up IPI cost belongs to the host's IPI model).
-// MODEL: a mutex holder is not rotated out by the guest either; the unlocker pays no cost for
-// a kick (the exit is folded into kick_latency, which delays the waiter instead); statistics of
-// a wait or spin are counted when it ends, if that is inside the measured interval.
 #pragma once
 
 #include <cstdint>
