@@ -191,9 +191,18 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     return;
   }
   if (o.format == "csv") {
+    // RFC 4180: a field holding a comma or a quote is quoted, quotes doubled (an operation
+    // label joins several swept fields with commas: "3,setup=BM").
+    auto field = [](const std::string& f) {
+      if (f.find_first_of(",\"\n") == std::string::npos) return f;
+      std::string q = "\"";
+      for (char ch : f) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+      return q + "\"";
+    };
     os << "stat,op,column,value,pct,significant\n";
     for (const auto& c : cells)
-      fmt::print(os, "{},{},{},{:.6g},{:.4f},{}\n", c.stat, c.op, col_name(c.column), c.value, c.pct, c.significant ? 1 : 0);
+      fmt::print(os, "{},{},{},{:.6g},{:.4f},{}\n", field(c.stat), field(c.op), field(col_name(c.column)), c.value, c.pct,
+                 c.significant ? 1 : 0);
     return;
   }
   // Group the cells into rows (stat, op) keeping order.

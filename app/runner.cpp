@@ -110,6 +110,8 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.lock_acquisitions_per_s = static_cast<double>(ls.acquisitions) / meas_s;
     dr.lock_wait_us = ls.acquisitions ? ls.wait_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     dr.lock_hold_us = ls.acquisitions ? ls.hold_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
+    dr.figures = d.os->workload().figures();
+    dr.study_metric = std::string(d.os->workload().study_metric());
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -141,6 +143,7 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "lock_wait_us"] = d.lock_wait_us;
       m[p + "lock_hold_us"] = d.lock_hold_us;
     }
+    for (const auto& [name, value] : d.figures) m[p + name] = value;
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];
       g.first += d.throughput;
@@ -151,6 +154,17 @@ std::map<std::string, double> RunResult::metrics() const {
     m[g + ".throughput"] = v.first / v.second;  // the mean VM of the group
     m[g + ".throughput_total"] = v.first;
   }
+  // Study metrics (configs/studies/): each workload's figure under the one name a study reads
+  // whatever the setup (bare metal, one VM, several VMs): the mean over the domains running a
+  // workload with that study_metric, i.e. what one instance of the benchmark reports.
+  std::map<std::string, std::pair<double, double>> study;  // sum, count
+  for (const DomainResult& d : domains)
+    if (!d.study_metric.empty()) {
+      auto& s = study[d.study_metric];
+      s.first += d.throughput;
+      s.second += 1;
+    }
+  for (const auto& [name, v] : study) m[name] = v.first / v.second;
   m["events"] = static_cast<double>(events);
   m["events_stale"] = static_cast<double>(stale_events);
   m["host_utilisation"] = host_utilisation;

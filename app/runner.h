@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/scenario.h"
@@ -35,6 +36,11 @@ struct DomainResult {
   double lock_acquisitions_per_s = 0;
   double lock_wait_us = 0;      ///< mean wait per acquisition
   double lock_hold_us = 0;      ///< mean hold per acquisition
+  // The workload's own figures (guest::Workload::figures, e.g. latency percentiles), emitted as
+  // metrics under the domain's prefix, and the name studies read its throughput under
+  // (guest::Workload::study_metric; "" for none).
+  std::vector<std::pair<std::string, double>> figures;
+  std::string study_metric;
 };
 
 struct RunTiming {

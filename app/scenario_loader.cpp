@@ -131,7 +131,9 @@ WorkloadSpec read_workload(const YamlReader& r) {
   for (const auto& p : info->params) allowed.push_back(p.name);
   only_keys(r, allowed);
   w.params = read_params(r, info->params);
-  w.threads = static_cast<std::uint32_t>(w.params.get("threads", 1));
+  // The workload's own thread count: a bare-metal group is one entity per thread, and a
+  // workload may run more threads than its `threads` parameter (mutilate adds memcached's).
+  w.threads = info->make(w.params)->threads();
   return w;
 }
 
@@ -368,8 +370,22 @@ void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
   }
 }
 
+// The process of each thread of a bare-metal group whose workload runs several processes
+// (guest::Workload::process_of); empty for VMs and single-process workloads.
+std::vector<std::uint32_t> bare_metal_processes(const GroupSpec& g) {
+  if (!g.bare_metal || g.workload.kind == "program") return {};
+  const auto w = guest::find_workload(g.workload.kind)->make(g.workload.params);
+  std::vector<std::uint32_t> procs(w->threads());
+  bool several = false;
+  for (std::uint32_t t = 0; t < procs.size(); ++t) {
+    procs[t] = w->process_of(t);
+    several = several || procs[t] != 0;
+  }
+  return several ? procs : std::vector<std::uint32_t>{};
+}
+
 // Cookies under core scheduling: per-vm (each VM its own, from 1; bare-metal groups one per
-// instance too), per-task (each bare-metal task its own as well), none (all 0); a group's
+// instance too, or one per process of a multi-process workload), per-task (each bare-metal task its own as well), none (all 0); a group's
 // `cookie:` (0 = untagged) overrides it for every instance and task of the group.
 void assign_cookies(ScenarioSpec& s, const std::vector<std::int64_t>& override_of) {
   if (!s.host.core_sched.enabled) return;
@@ -384,6 +400,15 @@ void assign_cookies(ScenarioSpec& s, const std::vector<std::int64_t>& override_o
         d.cookie = 0;
       } else if (d.bare_metal && s.host.core_sched.cookies == P::Cookies::kPerTask) {
         for (std::uint32_t i = 0; i < d.vcpus; ++i) d.cookies.push_back(next++);
+        d.cookie = d.cookies.front();
+      } else if (const auto procs = bare_metal_processes(s.groups[g]); !procs.empty()) {
+        // Per-VM cookies on bare metal: one per process of the workload (each process its
+        // own cgroup, e.g. memcached and mutilate), as one per VM is each VM its own cgroup.
+        std::uint32_t most = 0;
+        for (std::uint32_t p : procs) most = std::max(most, p);
+        const std::uint64_t first = next;
+        next += most + 1;
+        for (std::uint32_t p : procs) d.cookies.push_back(first + p);
         d.cookie = d.cookies.front();
       } else {
         d.cookie = next++;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/sweep.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "sim/rng.h"
@@ -32,6 +33,10 @@ struct Axis {
   std::vector<nlohmann::json> labels;            // per value: the point entry(ies)
   std::vector<std::vector<std::pair<std::string, YAML::Node>>> overrides;  // per value
   std::vector<YamlReader> where;                 // per value, for errors
+  // Labelled axes only, per value (label): `only:` restricts other axes at this label (axis
+  // name -> allowed values, as JSON), `columns:` adds overrides to named columns at this label.
+  std::vector<std::vector<std::pair<std::string, std::vector<nlohmann::json>>>> only;
+  std::vector<std::vector<std::pair<std::string, std::vector<std::pair<std::string, YAML::Node>>>>> column_overrides;
 };
 
 }  // namespace
@@ -187,12 +192,32 @@ SweepPlan expand_sweep(const YamlReader& root) {
             ax.overrides.push_back(ov);
             ax.where.push_back(group);
           }
+          ax.only.resize(ax.labels.size());
+          ax.column_overrides.resize(ax.labels.size());
           axes.push_back(std::move(ax));
         }
         continue;
       }
       Axis ax;
       ax.fields.push_back(key);
+      if (v.is_map() && v.size() == 2 && v.has("values") && v.has("paths") && v.at("values").is_sequence() &&
+          v.at("paths").is_sequence()) {
+        // One named field set at several paths (the same knob in every setup's group).
+        const YamlReader vals = v.at("values"), paths = v.at("paths");
+        if (vals.size() == 0) vals.fail("an empty list of values");
+        if (paths.size() == 0) paths.fail("an empty list of paths");
+        for (std::size_t i = 0; i < vals.size(); ++i) {
+          ax.labels.push_back(nlohmann::json{{key, yaml_to_json(vals.node()[i])}});
+          std::vector<std::pair<std::string, YAML::Node>> ov;
+          for (std::size_t j = 0; j < paths.size(); ++j) ov.emplace_back(paths.at(j).as_string(), vals.node()[i]);
+          ax.overrides.push_back(ov);
+          ax.where.push_back(vals.at(i));
+        }
+        ax.only.resize(ax.labels.size());
+        ax.column_overrides.resize(ax.labels.size());
+        axes.push_back(std::move(ax));
+        continue;
+      }
       if (v.is_sequence()) {
         if (v.size() == 0) v.fail("an empty list of values");
         for (std::size_t i = 0; i < v.size(); ++i) {
@@ -206,17 +231,50 @@ SweepPlan expand_sweep(const YamlReader& root) {
         for (const std::string& label : v.keys()) {
           const YamlReader ovs = v.at(label);
           std::vector<std::pair<std::string, YAML::Node>> ov;
+          std::vector<std::pair<std::string, std::vector<nlohmann::json>>> only;
+          std::vector<std::pair<std::string, std::vector<std::pair<std::string, YAML::Node>>>> cols;
           if (!ovs.is_null()) {
             ovs.require_map();
-            for (const std::string& f : ovs.keys()) ov.emplace_back(f, ovs.at(f).node());
+            for (const std::string& f : ovs.keys()) {
+              if (f == "only") {
+                // only: {axis: [values]}: at this label, that axis takes only these values.
+                const YamlReader o = ovs.at(f);
+                o.require_map();
+                for (const std::string& other : o.keys()) {
+                  const YamlReader list = o.at(other);
+                  list.require_sequence();
+                  if (list.size() == 0) list.fail("an empty list of values");
+                  std::vector<nlohmann::json> allowed;
+                  for (std::size_t i = 0; i < list.size(); ++i) allowed.push_back(yaml_to_json(list.node()[i]));
+                  only.emplace_back(other, allowed);
+                }
+              } else if (f == "columns") {
+                // columns: {column: {path: value}}: overrides applied after that column's own.
+                const YamlReader c = ovs.at(f);
+                c.require_map();
+                for (const std::string& col : c.keys()) {
+                  const YamlReader co = c.at(col);
+                  co.require_map();
+                  std::vector<std::pair<std::string, YAML::Node>> list;
+                  for (const std::string& path : co.keys()) list.emplace_back(path, co.at(path).node());
+                  cols.emplace_back(col, list);
+                }
+              } else {
+                ov.emplace_back(f, ovs.at(f).node());
+              }
+            }
           }
           ax.labels.push_back(nlohmann::json{{key, label}});
           ax.overrides.push_back(ov);
           ax.where.push_back(ovs);
+          ax.only.push_back(only);
+          ax.column_overrides.push_back(cols);
         }
       } else {
-        v.fail("a swept field takes a list of values, or a mapping label -> overrides");
+        v.fail("a swept field takes a list of values, a mapping label -> overrides, or {values: [...], paths: [...]}");
       }
+      ax.only.resize(ax.labels.size());
+      ax.column_overrides.resize(ax.labels.size());
       axes.push_back(std::move(ax));
     }
   }
@@ -247,30 +305,70 @@ SweepPlan expand_sweep(const YamlReader& root) {
   }
   for (const auto& c : columns) plan.columns.push_back(c.label);
 
-  // The cross product, last axis fastest.
+  // `only:` and `columns:` of labelled entries must name axes, values and columns that exist.
+  auto axis_named = [&](const std::string& name) -> const Axis* {
+    for (const auto& ax : axes)
+      if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
+    return nullptr;
+  };
+  for (const auto& ax : axes)
+    for (std::size_t i = 0; i < ax.labels.size(); ++i) {
+      for (const auto& [other, allowed] : ax.only[i]) {
+        const Axis* o = axis_named(other);
+        if (!o || o == &ax) ax.where[i].at("only").at(other).fail("'" + other + "' is not another axis of this sweep");
+        for (const auto& val : allowed) {
+          bool found = false;
+          for (const auto& lab : o->labels) found = found || lab.at(other) == val;
+          if (!found) ax.where[i].at("only").at(other).fail("'" + val.dump() + "' is not a value of the axis '" + other + "'");
+        }
+      }
+      for (const auto& [col, list] : ax.column_overrides[i]) {
+        bool found = false;
+        for (const auto& c : columns) found = found || c.label == col;
+        if (!found) ax.where[i].at("columns").at(col).fail("no column '" + col + "' in columns:");
+      }
+    }
+
+  // The cross product, last axis fastest; points an `only:` excludes are left out, and the
+  // kept points are numbered densely.
   std::size_t total = 1;
   for (const auto& ax : axes) total *= ax.labels.size();
   for (const Column& col : columns) {
+    std::uint32_t kept = 0;
     for (std::size_t k = 0; k < total; ++k) {
+      std::vector<std::size_t> pick(axes.size());
+      {
+        std::size_t rest = k;
+        for (std::size_t a = axes.size(); a-- > 0;) {
+          pick[a] = rest % axes[a].labels.size();
+          rest /= axes[a].labels.size();
+        }
+      }
+      bool allowed = true;
+      for (std::size_t a = 0; a < axes.size() && allowed; ++a)
+        for (const auto& [other, values] : axes[a].only[pick[a]]) {
+          const Axis* o = axis_named(other);
+          const nlohmann::json& v = o->labels[pick[static_cast<std::size_t>(o - axes.data())]].at(other);
+          if (std::find(values.begin(), values.end(), v) == values.end()) allowed = false;
+        }
+      if (!allowed) continue;
       SweepRun run;
       run.column = col.label;
       run.point = nlohmann::json::object();
       run.document = shallow_copy(base);
-      std::size_t rest = k;
-      std::vector<std::size_t> pick(axes.size());
-      for (std::size_t a = axes.size(); a-- > 0;) {
-        pick[a] = rest % axes[a].labels.size();
-        rest /= axes[a].labels.size();
-      }
       for (std::size_t a = 0; a < axes.size(); ++a) {
         const Axis& ax = axes[a];
         for (const auto& [f, v] : ax.labels[pick[a]].items()) run.point[f] = v;
         for (const auto& [path, val] : ax.overrides[pick[a]]) apply_override(run.document, path, val, ax.where[pick[a]]);
       }
       for (const auto& [path, val] : col.overrides) apply_override(run.document, path, val, col.where);
+      for (std::size_t a = 0; a < axes.size(); ++a)
+        for (const auto& [c, list] : axes[a].column_overrides[pick[a]])
+          if (c == col.label)
+            for (const auto& [path, val] : list) apply_override(run.document, path, val, axes[a].where[pick[a]]);
       run.point_key = run.point.dump();
       run.column_index = static_cast<std::uint32_t>(&col - columns.data());
-      run.point_index = static_cast<std::uint32_t>(k);
+      run.point_index = kept++;
       plan.runs.push_back(std::move(run));
     }
   }

@@ -21,6 +21,8 @@ GuestOs::GuestOs(hv::GuestPort& port, hv::DomainId domain, std::vector<hv::VcpuI
     threads_[t].rng = sim::RngStream(master_seed, seed_name + "/thread/" + std::to_string(t));
   for (const LockSpec& l : workload_->locks()) locks_.push_back(LockState{l, {}, Mutex(l.params.barging), {}, false});
   kick_for_.assign(vcpus_.size(), kNone);
+  channels_.resize(workload_->channels());
+  thread_results_.assign(n, 0.0);
 }
 
 void GuestOs::enqueue(std::uint32_t vc, std::uint32_t t) {
@@ -45,6 +47,9 @@ std::uint32_t GuestOs::dequeue(std::uint32_t vc) {
 
 void GuestOs::start() {
   for (std::uint32_t t = 0; t < threads_.size(); ++t) {
+    // Its home vCPU even if its first step sleeps (a receive, a block): where it wakes first,
+    // and on bare metal the entity that is this thread.
+    threads_[t].vcpu = t % static_cast<std::uint32_t>(vcpus_.size());
     advance_thread(t);
     if (!threads_[t].blocked) enqueue(t % vcpus_.size(), t);
   }
@@ -55,6 +60,13 @@ void GuestOs::start() {
 void GuestOs::advance_thread(std::uint32_t t) {
   Thread& th = threads_[t];
   th.step = workload_->next(t, th.rng);
+  while (th.step.kind == Step::Kind::kReceive) {
+    if (!try_receive(t)) {
+      th.blocked = true;  // asleep in its channel until a send hands it a message
+      return;
+    }
+    th.step = workload_->next(t, th.rng);
+  }
   if (th.step.kind == Step::Kind::kCompute) {
     th.remaining = th.step.work_ns;
     th.blocked = false;
@@ -172,7 +184,8 @@ void GuestOs::on_work_done(hv::VcpuId v) {
 void GuestOs::complete_step(std::uint32_t vc, std::uint32_t t) {
   Thread& th = threads_[t];
   ++steps_;
-  if (port_.now() >= port_.measure_from()) results_ += th.step.result;
+  credit(t, th.step.result);
+  if (th.step.send_to >= 0) send_message(t);
   advance_thread(t);
   if (th.blocked) {
     set_curr(vc, kNone);
@@ -417,12 +430,49 @@ void GuestOs::set_curr(std::uint32_t vc, std::uint32_t t) {
   curr = t;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Channels (see guest_os.h, "Channels").
+
+void GuestOs::credit(std::uint32_t t, double r) {
+  if (!measuring()) return;
+  results_ += r;
+  thread_results_[t] += r;
+}
+
+bool GuestOs::try_receive(std::uint32_t t) {
+  Thread& th = threads_[t];
+  if (th.step.channel < 0 || static_cast<std::size_t>(th.step.channel) >= channels_.size())
+    throw std::logic_error(std::string(workload_->kind()) + ": a receive names channel " +
+                           std::to_string(th.step.channel) + " of " + std::to_string(channels_.size()));
+  Message m;
+  if (!channels_[th.step.channel].receive(t, m)) return false;
+  credit(t, th.step.result);
+  workload_->on_message(t, m, port_.now(), measuring());
+  return true;
+}
+
+void GuestOs::send_message(std::uint32_t t) {
+  const Step& s = threads_[t].step;
+  if (static_cast<std::size_t>(s.send_to) >= channels_.size())
+    throw std::logic_error(std::string(workload_->kind()) + ": a send names channel " + std::to_string(s.send_to) +
+                           " of " + std::to_string(channels_.size()));
+  const Message m{s.payload, port_.now()};
+  const std::uint32_t w = channels_[s.send_to].send(m);
+  if (w == Channel::kNone) return;
+  // The first waiter owns the message: its receive completes now, and it wakes.
+  Thread& wt = threads_[w];
+  credit(w, wt.step.result);
+  workload_->on_message(w, m, port_.now(), measuring());
+  advance_thread(w);
+  if (!wt.blocked) place_woken(w);
+}
+
 GuestResults GuestOs::results() const {
   GuestResults r;
-  r.results = results_;
+  r.results = workload_->aggregate(thread_results_).value_or(results_);
   r.steps = steps_;
   const double secs = sim::to_seconds(port_.now() - port_.measure_from());
-  r.throughput = secs > 0 ? results_ / secs : 0.0;
+  r.throughput = secs > 0 ? r.results / secs : 0.0;
   for (const LockState& l : locks_) {
     r.per_lock.push_back(l.stats);
     r.locks += l.stats;

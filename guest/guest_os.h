@@ -41,6 +41,12 @@
 // MODEL: a mutex holder is not rotated out by the guest either; the unlocker pays no cost for
 // a kick (the exit is folded into kick_latency, which delays the waiter instead); statistics of
 // a wait or spin are counted when it ends, if that is inside the measured interval.
+//
+// Channels (channel.h). A kReceive step takes a queued message at once, or sleeps its thread
+// until one is sent: the sender's compute step with `send_to` completes, the message goes to
+// the first waiter, which is woken and placed like any waking thread (a halted vCPU is kicked).
+// The receive's `result` is credited on arrival. MODEL: the send and the wake-up cost nothing
+// beyond the sender's own compute step (the wake-up IPI cost belongs to the host's IPI model).
 #pragma once
 
 #include <cstdint>
@@ -157,6 +163,10 @@ class GuestOs final : public hv::GuestHooks {
   void spin_expired(std::uint32_t vc, std::uint32_t t);
   void end_spin(std::uint32_t t);  ///< folds the spin CPU time into the lock's stats
   void deliver_kick(std::uint32_t vc);
+  // Channels (see "Channels" above).
+  bool try_receive(std::uint32_t t);       ///< a kReceive step: take a queued message, or wait
+  void send_message(std::uint32_t t);      ///< its completed step's send_to
+  void credit(std::uint32_t t, double r);  ///< a step's result, inside the measured interval
   bool measuring() const { return port_.now() >= port_.measure_from(); }
   bool spin_kind(const LockState& l) const { return l.spec.params.kind != LockKind::kMutex; }
   /// A PV waiter on vc waits for the kick only (Xen poll): other wake-ups must not kick vc.
@@ -176,6 +186,8 @@ class GuestOs final : public hv::GuestHooks {
   std::vector<LockState> locks_;
   std::vector<std::uint32_t> kick_for_;  ///< per vCPU: the thread a pending kick is for, or kNone
   LockObserver* lock_observer_ = nullptr;
+  std::vector<Channel> channels_;        ///< Workload::channels() of them
+  std::vector<double> thread_results_;   ///< per thread, measured interval (Workload::aggregate)
 };
 
 }  // namespace vcpusim::guest

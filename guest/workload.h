@@ -7,10 +7,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "guest/channel.h"
 #include "guest/spinlock.h"
 #include "hypervisor/exec_model.h"
 #include "sim/params.h"
@@ -21,7 +24,9 @@ namespace vcpusim::guest {
 
 /// One step of a thread's program.
 struct Step {
-  enum class Kind : std::uint8_t { kCompute, kBlock };
+  /// kReceive (channel.h): sleep until a message arrives on `channel` (at once if one is
+  /// queued); `result` is credited when it arrives, and Workload::on_message sees it.
+  enum class Kind : std::uint8_t { kCompute, kBlock, kReceive };
   Kind kind = Kind::kCompute;
   double work_ns = 0;                    ///< compute: reference ns
   hv::Profile profile = hv::Profile::kCpu;
@@ -35,6 +40,11 @@ struct Step {
   /// -1: no lock.
   std::int32_t lock = -1;
   double hold_ns = 0;
+  /// receive: the channel (index below Workload::channels()).
+  std::int32_t channel = -1;
+  /// compute: when the step completes, send `payload` on channel `send_to` (-1: no send).
+  std::int32_t send_to = -1;
+  std::uint64_t payload = 0;
 };
 
 class Workload {
@@ -48,6 +58,26 @@ class Workload {
   virtual std::string_view unit() const = 0;
   /// The guest locks its steps name by index (Step::lock); GuestOs creates them at start.
   virtual std::vector<LockSpec> locks() const { return {}; }
+
+  // Request/reply workloads (channel.h) and their own figures. The defaults fit a workload
+  // that neither sends nor receives and whose result is the plain sum over its threads.
+
+  /// How many channels its steps name (Step::channel, Step::send_to); GuestOs creates them.
+  virtual std::uint32_t channels() const { return 0; }
+  /// Thread `thread` received `m` at `now` (its kReceive step completes); called before next().
+  /// `measuring`: now is inside the measured interval.
+  virtual void on_message(std::uint32_t /*thread*/, const Message& /*m*/, sim::Time /*now*/, bool /*measuring*/) {}
+  /// The process a thread belongs to (0 when it is a single process). On bare metal, core
+  /// scheduling with per-VM cookies gives each process its own cookie (app/scenario_loader.cpp).
+  virtual std::uint32_t process_of(std::uint32_t /*thread*/) const { return 0; }
+  /// The benchmark's figure from the results each thread had credited over the measured
+  /// interval, when it is not their sum (a straggler-bound score); nullopt: the sum.
+  virtual std::optional<double> aggregate(const std::vector<double>& /*per_thread*/) const { return std::nullopt; }
+  /// Extra figures the benchmark reports (latency percentiles), name -> value, measured interval.
+  virtual std::vector<std::pair<std::string, double>> figures() const { return {}; }
+  /// The name under which studies read this benchmark's figure as one run-level metric
+  /// (app/runner.cpp: the mean over the domains running it), e.g. "ops_per_sec"; "" for none.
+  virtual std::string_view study_metric() const { return {}; }
 };
 
 struct WorkloadInfo {

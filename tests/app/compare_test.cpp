@@ -134,4 +134,17 @@ TEST(Compare, OtherFormatsCarryTheSameCells) {
   }
 }
 
+// An operation label joins the other swept fields with commas ("3,setup=BM"): in CSV it is
+// quoted (RFC 4180), so every row still has six fields.
+TEST(Compare, CsvQuotesOperationLabelsHoldingCommas) {
+  CompareOptions o;
+  o.format = "csv";
+  Grouped g;
+  g.columns = {"HT"};
+  const std::vector<CompareCell> cells{{"Hmean", "3,setup=BM", "HT", 1.5, 0, false}};
+  std::ostringstream os;
+  write_compare(os, g, cells, o);
+  EXPECT_NE(os.str().find("\nHmean,\"3,setup=BM\",HT,1.5,0.0000,0\n"), std::string::npos) << os.str();
+}
+
 }  // namespace vcpusim::app

@@ -127,3 +127,63 @@ TEST(Sweep, UnequalZipIsRefused) {
 }
 
 }  // namespace vcpusim::app
+
+namespace vcpusim::app {
+
+// A named field set at several paths: {values: [...], paths: [...]} (the same knob in every
+// setup's group, e.g. mutilate.threads in a VM and on bare metal).
+TEST(Sweep, OneFieldSetAtSeveralPaths) {
+  const SweepPlan p = plan(
+      "sweep:\n"
+      "  both.threads: {values: [1, 3], paths: [vms.a.workload.threads, vms.b.workload.threads]}\n");
+  ASSERT_EQ(p.runs.size(), 2u);
+  EXPECT_EQ(p.runs[1].point, (nlohmann::json{{"both.threads", 3}}));
+  const ScenarioSpec s = spec_of(p, 1);
+  EXPECT_EQ(s.groups[0].workload.threads, 3u);
+  EXPECT_EQ(s.groups[1].workload.threads, 3u);
+}
+
+// `only:` in a labelled entry restricts another axis at that label; kept points are numbered
+// densely.
+TEST(Sweep, LabelledEntryRestrictsAnotherAxis) {
+  const SweepPlan p = plan(
+      "sweep:\n"
+      "  setup:\n"
+      "    X: {only: {vms.a.count: [1, 3]}}\n"
+      "    Y: {vms.b.count: 0, only: {vms.a.count: [2]}}\n"
+      "  vms.a.count: [1, 2, 3]\n");
+  ASSERT_EQ(p.runs.size(), 3u);
+  EXPECT_EQ(p.runs[0].point, (nlohmann::json{{"setup", "X"}, {"vms.a.count", 1}}));
+  EXPECT_EQ(p.runs[1].point, (nlohmann::json{{"setup", "X"}, {"vms.a.count", 3}}));
+  EXPECT_EQ(p.runs[2].point, (nlohmann::json{{"setup", "Y"}, {"vms.a.count", 2}}));
+  for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(p.runs[i].point_index, i);
+  EXPECT_EQ(spec_of(p, 2).groups[1].count, 0u);
+}
+
+// `columns:` in a labelled entry overrides a column at that label only, after the column's own.
+TEST(Sweep, LabelledEntryOverridesAColumnAtThatLabel) {
+  const SweepPlan p = plan(
+      "sweep:\n"
+      "  setup:\n"
+      "    X: {}\n"
+      "    Y: {columns: {two: {vms.a.vcpus: 4}}}\n"
+      "columns:\n"
+      "  one: {}\n"
+      "  two: {vms.a.vcpus: 3}\n");
+  ASSERT_EQ(p.runs.size(), 4u);  // column-major: one/X, one/Y, two/X, two/Y
+  EXPECT_EQ(spec_of(p, 1).groups[0].vcpus, 2u);
+  EXPECT_EQ(spec_of(p, 2).groups[0].vcpus, 3u);
+  EXPECT_EQ(spec_of(p, 3).groups[0].vcpus, 4u);
+  EXPECT_EQ(p.runs[3].point, (nlohmann::json{{"setup", "Y"}}));
+}
+
+TEST(Sweep, OnlyAndColumnsNamingWhatDoesNotExistAreErrors) {
+  EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {nope: [1]}}\n").find("'nope' is not another axis"), std::string::npos);
+  EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {vms.a.count: [7]}}\n  vms.a.count: [1]\n")
+                .find("'7' is not a value of the axis 'vms.a.count'"),
+            std::string::npos);
+  EXPECT_NE(error_of("sweep:\n  setup:\n    X: {columns: {nope: {}}}\ncolumns:\n  one: {}\n").find("no column 'nope'"),
+            std::string::npos);
+}
+
+}  // namespace vcpusim::app

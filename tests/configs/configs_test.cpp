@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Smoke-runs every shipped config: each topology preset builds, and each scenario under
 // configs/scenarios and configs/bench loads and runs for a short simulated time with the
-// framework's invariant checks on.
+// framework's invariant checks on; the studies in configs/studies expand as the issue names them.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "app/runner.h"
 #include "app/scenario.h"
+#include "app/sweep.h"
 #include "app/topology_loader.h"
 
 namespace vcpusim::app {
@@ -62,6 +64,69 @@ TEST(Configs, BuiltInDefaultMatchesTheShippedFile) {
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.groups.size(), b.groups.size());
   EXPECT_EQ(a.duration, b.duration);
+}
+
+}  // namespace vcpusim::app
+
+namespace vcpusim::app {
+
+// The two unseen-result studies (configs/studies/): they expand to exactly the points and
+// columns the issue names, and one point of each runs briefly.
+TEST(Configs, CoreschedMutilateStudyExpandsAsSpecified) {
+  const SweepPlan p = expand_sweep(YamlReader::load_file((configs_dir() / "studies" / "coresched-mutilate.yaml").string()));
+  EXPECT_EQ(p.columns, (std::vector<std::string>{"vanilla-HT", "vanilla-noHT", "HT", "noHT", "csc", "csc-stallfix",
+                                                 "csc-tim", "csc-vruntime"}));
+  std::map<std::string, std::vector<int>> threads;
+  for (const auto& r : p.runs)
+    if (r.column == "vanilla-HT") threads[r.point.at("setup")].push_back(r.point.at("mutilate.threads"));
+  EXPECT_EQ(threads["BM"], (std::vector<int>{1, 3, 5, 7, 8}));
+  EXPECT_EQ(threads["VM"], (std::vector<int>{1, 3, 5, 7, 8}));
+  EXPECT_EQ(threads["VMx2"], (std::vector<int>{1, 3, 5, 7, 8}));
+  EXPECT_EQ(threads["VM-v4"], (std::vector<int>{1, 3, 4}));
+  for (const auto& r : p.runs) {
+    const ScenarioSpec s = load_scenario(YamlReader(r.document, p.file, ""));
+    const std::string setup = r.point.at("setup");
+    EXPECT_EQ(s.host.core_sched.enabled, r.column.rfind("csc", 0) == 0);
+    std::uint32_t vms = 0, bm = 0;
+    for (const auto& g : s.groups) (g.bare_metal ? bm : vms) += g.count;
+    EXPECT_EQ(vms, setup == "BM" ? 0u : setup == "VMx2" ? 2u : 1u) << setup;
+    EXPECT_EQ(bm, setup == "BM" ? 1u : 0u) << setup;
+  }
+}
+
+TEST(Configs, CoreschedV4OvercommitStudyExpandsAsSpecified) {
+  const SweepPlan p =
+      expand_sweep(YamlReader::load_file((configs_dir() / "studies" / "coresched-v4-overcommit.yaml").string()));
+  EXPECT_EQ(p.columns, (std::vector<std::string>{"HT", "HT-coresched", "noHT"}));
+  EXPECT_EQ(p.axes, (std::vector<std::string>{"overcommit", "benchmark"}));
+  EXPECT_EQ(p.runs.size(), 3u * 3u * 4u);
+  for (const auto& r : p.runs) {
+    const ScenarioSpec s = load_scenario(YamlReader(r.document, p.file, ""));
+    std::uint32_t vcpus = 0;
+    for (const auto& g : s.groups) vcpus += g.count * g.vcpus;
+    // total vCPUs over the HT host's 80 hardware threads
+    EXPECT_DOUBLE_EQ(vcpus / 80.0, std::stod(r.point.at("overcommit").get<std::string>()));
+    EXPECT_EQ(s.host.smt, r.column != "noHT");
+    EXPECT_EQ(s.host.core_sched.enabled, r.column == "HT-coresched");
+    for (const auto& g : s.groups) EXPECT_EQ(g.workload.kind, r.point.at("benchmark").get<std::string>());
+  }
+}
+
+TEST(Configs, OnePointOfEachStudyRunsBriefly) {
+  for (const char* f : {"coresched-mutilate.yaml", "coresched-v4-overcommit.yaml"}) {
+    SCOPED_TRACE(f);
+    const SweepPlan p = expand_sweep(YamlReader::load_file((configs_dir() / "studies" / f).string()));
+    // The last run: a core-scheduling column at the heaviest point.
+    ScenarioSpec s = load_scenario(YamlReader(p.runs.back().document, p.file, ""));
+    s.duration = sim::ms(100);
+    s.warmup = sim::ms(10);
+    s.host.warmup = s.warmup;
+    const RunResult r = run_scenario(s, s.seed);
+    const auto m = r.metrics();
+    const std::string metric = std::string(f) == "coresched-mutilate.yaml" ? "ops_per_sec" : "throughput";
+    ASSERT_TRUE(m.count(metric));
+    EXPECT_GT(m.at(metric), 0.0);
+  }
 }
 
 }  // namespace vcpusim::app

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+// Pins what defines each request/reply and benchmark workload model (docs/workloads/): the
+// channel's hand-over rules; mutilate's closed loop (one client's QPS is bounded by one
+// request's round trip, more clients raise it, everyone sleeps between requests, bare-metal
+// cookies per process); specint-rate's copies never block and its score follows the straggler;
+// cassandra's hand-offs put threads to sleep and wake them; hammerdb's latch waiters spin;
+// specvirt-mix delivers its offered load on an idle machine.
+#include <gtest/gtest.h>
+
+#include "app/runner.h"
+#include "app/scenario.h"
+#include "guest/channel.h"
+#include "guest/mutilate.h"
+#include "guest/specint_rate.h"
+
+namespace vcpusim {
+namespace {
+
+app::RunResult run(const std::string& yaml) {
+  const app::ScenarioSpec s = app::load_scenario(app::YamlReader::load_string(yaml, "t.yaml"));
+  return app::run_scenario(s, s.seed);
+}
+
+std::string vm_scenario(const std::string& workload, int vcpus, const std::string& extra_vm = "",
+                        const std::string& duration = "1s") {
+  return "name: t\nduration: " + duration + "\nwarmup: 100ms\ntopology: desktop-4c8t\n"
+         "host: {scheduler: {policy: cfs}}\n"
+         "vms:\n  - {name: g, vcpus: " + std::to_string(vcpus) + ", workload: " + workload + extra_vm + "}\n";
+}
+
+// One vCPU pinned per core (0-3 are the first threads of the four cores): no sibling sharing.
+const char* kPinnedPerCore = ", affinity: {per_vcpu: [{hard: 'cpus:[0]'}, {hard: 'cpus:[1]'}, {hard: 'cpus:[2]'}, {hard: 'cpus:[3]'}]}";
+
+}  // namespace
+
+TEST(Channel, QueuedMessagesAreReceivedInOrder) {
+  guest::Channel c;
+  EXPECT_EQ(c.send({1, 10}), guest::Channel::kNone);
+  EXPECT_EQ(c.send({2, 20}), guest::Channel::kNone);
+  guest::Message m;
+  ASSERT_TRUE(c.receive(7, m));
+  EXPECT_EQ(m.payload, 1u);
+  ASSERT_TRUE(c.receive(7, m));
+  EXPECT_EQ(m.payload, 2u);
+  EXPECT_FALSE(c.receive(7, m));  // empty: thread 7 now waits
+  EXPECT_EQ(c.waiting(), 1u);
+}
+
+TEST(Channel, SendHandsTheMessageToTheFirstWaiter) {
+  guest::Channel c;
+  guest::Message m;
+  EXPECT_FALSE(c.receive(3, m));
+  EXPECT_FALSE(c.receive(5, m));
+  EXPECT_EQ(c.send({9, 0}), 3u);  // FIFO of waiters: 3 first, and nothing is queued
+  EXPECT_EQ(c.queued(), 0u);
+  EXPECT_EQ(c.send({9, 0}), 5u);
+  EXPECT_EQ(c.send({9, 0}), guest::Channel::kNone);
+  EXPECT_EQ(c.queued(), 1u);
+}
+
+TEST(Channel, QueueGrowsPastItsFirstSizeAndKeepsOrder) {
+  guest::Channel c;
+  for (std::uint64_t i = 0; i < 100; ++i) c.send({i, 0});
+  guest::Message m;
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    ASSERT_TRUE(c.receive(0, m));
+    EXPECT_EQ(m.payload, i);
+  }
+}
+
+TEST(Mutilate, OneClientIsBoundByOneRequestsRoundTrip) {
+  // Depth 1: the client's next request waits for the reply, so QPS <= 1 / (client + server
+  // CPU per request). Exponential draws over ~50k requests move the mean by < 0.5%.
+  const auto r = run(vm_scenario("{kind: mutilate, threads: 1}", 8));
+  const guest::Mutilate m(guest::Mutilate::Params{});
+  const double bound = 1e9 / m.round_trip_ns();
+  const double qps = r.metrics().at("ops_per_sec");
+  EXPECT_LT(qps, 1.01 * bound);
+  // Context switches (2 us each way) and wake-ups are all that is added on an idle box.
+  EXPECT_GT(qps, 0.6 * bound);
+  EXPECT_GT(r.metrics().at("vm.g.latency_p99_us"), r.metrics().at("vm.g.latency_p50_us"));
+}
+
+TEST(Mutilate, MoreClientsRaiseQpsWhileCpusAreFree) {
+  const double one = run(vm_scenario("{kind: mutilate, threads: 1}", 8)).metrics().at("ops_per_sec");
+  const double three = run(vm_scenario("{kind: mutilate, threads: 3}", 8)).metrics().at("ops_per_sec");
+  // Three clients on three of the four workers, 6 of 8 vCPUs at most busy: nearly 3x.
+  EXPECT_GT(three, 2.4 * one);
+}
+
+TEST(Mutilate, ClientsAndWorkersSleepBetweenRequests) {
+  // With one client, one of its request's two threads computes at a time: the other vCPUs halt.
+  const auto r = run(vm_scenario("{kind: mutilate, threads: 1}", 8));
+  EXPECT_GT(r.domains.at(0).blocked_pct, 75.0);
+}
+
+TEST(Mutilate, SameSeedGivesTheSameRun) {
+  // Channels hand messages over in simulated order only: the closed loop is deterministic.
+  const std::string y = vm_scenario("{kind: mutilate, threads: 5}", 8, "", "300ms");
+  EXPECT_EQ(run(y).metrics(), run(y).metrics());
+}
+
+TEST(Mutilate, BareMetalCookiesAreOnePerProcess) {
+  const app::ScenarioSpec s = app::load_scenario(app::YamlReader::load_string(
+      "name: t\ntopology: desktop-4c8t\nhost: {scheduler: {policy: cfs}, core_scheduling: cookie}\n"
+      "baremetal:\n  - {name: b, workload: {kind: mutilate, threads: 3}}\n",
+      "t.yaml"));
+  const hv::DomainSpec& d = s.groups.at(0).instances.at(0);
+  ASSERT_EQ(d.vcpus, 7u);  // 4 memcached workers + 3 clients
+  ASSERT_EQ(d.cookies.size(), 7u);
+  for (int t = 1; t < 4; ++t) EXPECT_EQ(d.cookies[t], d.cookies[0]);
+  for (int t = 5; t < 7; ++t) EXPECT_EQ(d.cookies[t], d.cookies[4]);
+  EXPECT_NE(d.cookies[0], d.cookies[4]);
+}
+
+TEST(GuestOs, BareMetalThreadThatSleepsFirstWakesOnItsOwnEntity) {
+  // Thread i is entity i on bare metal even when its first step is a sleep (a memcached worker
+  // starts in epoll): two threads that mostly compute keep two entities busy, not one.
+  const auto r = run(
+      "name: t\nduration: 1s\ntopology: desktop-4c8t\nhost: {scheduler: {policy: cfs}}\n"
+      "baremetal:\n  - {name: b, workload: {kind: program, threads: 2, phases: [{block: 10us}, {compute: 1ms}]}}\n");
+  EXPECT_GT(r.domains.at(0).cpu, 1.9);
+}
+
+TEST(SpecintRate, CopiesNeverBlock) {
+  const auto r = run(vm_scenario("{kind: specint-rate, threads: 6}", 4));
+  EXPECT_EQ(r.domains.at(0).blocked_pct, 0.0);
+  EXPECT_NEAR(r.domains.at(0).cpu, 4.0, 1e-6);  // every vCPU always busy
+}
+
+TEST(SpecintRate, AloneOnCoresEachCopyCountsOne) {
+  // 4 copies pinned one per core, no sibling busy: rate = copies (10 ms steps: one step of
+  // quantisation per copy over 1.9 s is 0.5%).
+  const auto r = run(vm_scenario("{kind: specint-rate, threads: 4}", 4, kPinnedPerCore, "2s"));
+  EXPECT_NEAR(r.domains.at(0).throughput, 4.0, 0.04);
+}
+
+TEST(SpecintRate, ScoreIsCopiesTimesTheSlowestCopy) {
+  const guest::SpecintRate w(3, 200e6);
+  EXPECT_DOUBLE_EQ(*w.aggregate({2.0, 1.0, 3.0}), 3.0);
+  // Four copies, two of them on SMT siblings (vCPU 3 pinned to thread 4, core 0's second
+  // thread): those two run at the pair factors (0.525 cpu, 0.65 mixed), the other two alone.
+  // The work done is about 2 + 2 x 0.6 = 3.2 copies' worth, but the score is 4 x the slowest.
+  const char* siblings = ", affinity: {per_vcpu: [{hard: 'cpus:[0]'}, {hard: 'cpus:[1]'}, {hard: 'cpus:[2]'}, {hard: 'cpus:[4]'}]}";
+  const auto r = run(vm_scenario("{kind: specint-rate, threads: 4}", 4, siblings, "2s"));
+  EXPECT_GT(r.domains.at(0).throughput, 4 * 0.5);
+  EXPECT_LT(r.domains.at(0).throughput, 4 * 0.66);
+  EXPECT_NEAR(r.domains.at(0).cpu, 4.0, 1e-6);
+}
+
+TEST(Cassandra, HandOffsPutThreadsToSleepAndWakeThem) {
+  // Two connections: at most two threads runnable at a time (request thread or the stage
+  // thread serving it), so the 4 vCPUs halt between hand-offs; every op is two hand-offs.
+  const auto r = run(vm_scenario("{kind: cassandra, threads: 2}", 4));
+  EXPECT_GT(r.domains.at(0).throughput, 1000.0);
+  EXPECT_GT(r.domains.at(0).blocked_pct, 40.0);
+  EXPECT_GT(r.domains.at(0).switches_per_s, r.domains.at(0).throughput);
+}
+
+TEST(Hammerdb, LatchWaitersSpin) {
+  // 8 users on one hot latch in a 4-vCPU VM: contended latches are waited for by spinning.
+  const auto r = run(vm_scenario("{kind: hammerdb, threads: 8, latches: 1}", 4));
+  const auto& d = r.domains.at(0);
+  EXPECT_GT(d.throughput, 0.0);
+  EXPECT_GT(d.lock_acquisitions_per_s, 0.0);
+  EXPECT_GT(d.spin_pct, 1.0);
+  EXPECT_EQ(d.halts_per_s, 0.0);  // user-space spinning never halts the vCPU
+}
+
+TEST(SpecvirtMix, EachRoleDeliversItsOfferedLoadOnAnIdleMachine) {
+  for (const char* role : {"web", "mail", "app", "db"}) {
+    SCOPED_TRACE(role);
+    const auto r = run(vm_scenario(std::string("{kind: specvirt-mix, role: ") + role + ", threads: 2}", 4,
+                                   kPinnedPerCore, "3s"));
+    // ~1 ms user loops over 2.9 s with 2 users: exponential draws move the rate by ~2%.
+    EXPECT_NEAR(r.domains.at(0).throughput, 1.0, 0.06);
+  }
+}
+
+}  // namespace vcpusim
