@@ -110,6 +110,15 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.lock_acquisitions_per_s = static_cast<double>(ls.acquisitions) / meas_s;
     dr.lock_wait_us = ls.acquisitions ? ls.wait_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     dr.lock_hold_us = ls.acquisitions ? ls.hold_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
+    dr.has_ple = spec.host.ple.active() && !d.group->bare_metal;
+    dr.ple_exits_per_s = static_cast<double>(host.ple_stats(d.id).exits) / meas_s;
+    dr.ple_yields_per_s = static_cast<double>(host.ple_stats(d.id).yields) / meas_s;
+    const guest::IpiStats& is = gr.ipis;
+    dr.has_ipi = is.sent > 0;
+    dr.ipis_per_s = static_cast<double>(is.sent) / meas_s;
+    dr.ipi_stalls_per_s = static_cast<double>(is.stalls) / meas_s;
+    dr.ipi_spin_pct = run > 0 ? 100.0 * is.spin_ns / run : 0.0;
+    dr.ipi_wait_us = is.sent ? is.wait_ns / 1e3 / static_cast<double>(is.sent) : 0.0;
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -140,6 +149,16 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "lock_acquisitions_per_s"] = d.lock_acquisitions_per_s;
       m[p + "lock_wait_us"] = d.lock_wait_us;
       m[p + "lock_hold_us"] = d.lock_hold_us;
+    }
+    if (d.has_ple) {
+      m[p + "ple_exits_per_s"] = d.ple_exits_per_s;
+      m[p + "ple_yields_per_s"] = d.ple_yields_per_s;
+    }
+    if (d.has_ipi) {
+      m[p + "ipis_per_s"] = d.ipis_per_s;
+      m[p + "ipi_stalls_per_s"] = d.ipi_stalls_per_s;
+      m[p + "ipi_spin_pct"] = d.ipi_spin_pct;
+      m[p + "ipi_wait_us"] = d.ipi_wait_us;
     }
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];
