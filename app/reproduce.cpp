@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -38,7 +39,8 @@ Reproduction load_reproduction(const std::string& name_or_path,
     }
   }
   const YamlReader root = YamlReader::load_file(path);
-  root.only({"source", "description", "metric", "higher_is_better", "rows", "baseline", "tolerance_pct", "scenario", "published"});
+  root.only({"source", "description", "metric", "higher_is_better", "rows", "baseline", "tolerance_pct", "scenario", "published",
+             "explain"});
   Reproduction r;
   r.file = path;
   r.name = std::filesystem::path(path).stem().string();
@@ -67,6 +69,11 @@ Reproduction load_reproduction(const std::string& name_or_path,
     p.note = c.get_string("note", "");
     r.published.push_back(p);
   }
+  if (root.has("explain")) {
+    const YamlReader ex = root.at("explain");
+    ex.require_sequence();
+    for (std::size_t i = 0; i < ex.size(); ++i) r.explain.push_back(ex.at(i).as_string());
+  }
   YAML::Node scen = shallow_copy(root.at("scenario").node());
   for (const auto& [k, v] : overrides) apply_override(scen, k, YAML::Load(v), root.at("scenario"));
   r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
@@ -83,6 +90,18 @@ std::string cell_op(const nlohmann::json& point, const std::string& field) {
 }
 
 }  // namespace
+
+std::vector<std::pair<const CellResult*, const CellResult*>> column_pairs(const Reproduction& r,
+                                                                          const ReproductionResult& res) {
+  std::vector<std::pair<const CellResult*, const CellResult*>> pairs;
+  if (r.baseline_column.empty() || r.plan.columns.size() != 2) return pairs;
+  for (const CellResult& b : res.cells) {
+    if (b.pub.column != r.baseline_column) continue;
+    for (const CellResult& o : res.cells)
+      if (o.pub.row == b.pub.row && o.pub.column != r.baseline_column) pairs.emplace_back(&b, &o);
+  }
+  return pairs;
+}
 
 ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records) {
   ReproductionResult res;
@@ -130,6 +149,13 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
     err += std::fabs(model_change - pub_change);
   }
   if (res.direction_total) res.mae_pp = err / static_cast<double>(res.direction_total);
+  for (const auto& [base, other] : column_pairs(r, res)) {
+    if (base->pub.stddev < 0 || other->pub.stddev < 0) continue;
+    const double change = other->pub.value - base->pub.value;
+    if (std::fabs(change) <= std::hypot(base->pub.stddev, other->pub.stddev)) continue;
+    ++res.significant;
+    if (base->samples && other->samples && (other->model - base->model > 0) == (change > 0)) ++res.significant_agree;
+  }
   return res;
 }
 
@@ -155,11 +181,56 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
                c.pub.stddev >= 0 ? fmt::format("{:.2f}", c.pub.stddev) : "-", c.model, c.model_stddev, c.samples,
                c.diff_pct, c.samples == 0 ? "no data" : c.within ? "yes" : "NO");
   }
+  const auto pairs = column_pairs(r, res);
+  if (!pairs.empty()) {
+    const std::string other = pairs.front().second->pub.column;
+    fmt::print(os, "\n{} against {}, published beside model:\n", other, r.baseline_column);
+    fmt::print(os, "{:<16} | {:>10} {:>8} {:>10} {:>8} {:>7} {:<5} | {:>10} {:>8} {:>10} {:>8} {:>7} {}\n", "row", "base",
+               "stdev", other, "stdev", "%impr", "noise", "base", "stdev", other, "stdev", "%impr", "sign");
+    for (const auto& [b, o] : pairs) {
+      const double pub = pdiff(o->pub.value, b->pub.value), mod = pdiff(o->model, b->model);
+      const bool sig = b->pub.stddev >= 0 && o->pub.stddev >= 0 &&
+                       std::fabs(o->pub.value - b->pub.value) > std::hypot(b->pub.stddev, o->pub.stddev);
+      fmt::print(os, "{:<16} | {:>10.2f} {:>8.2f} {:>10.2f} {:>8.2f} {:>+7.2f} {:<5} | {:>10.2f} {:>8.2f} {:>10.2f} {:>8.2f} {:>+7.2f} {}\n",
+                 b->pub.row, b->pub.value, b->pub.stddev, o->pub.value, o->pub.stddev, pub, sig ? "above" : "below",
+                 b->model, b->model_stddev, o->model, o->model_stddev, mod,
+                 (mod > 0) == (pub > 0) ? "agrees" : sig ? "DIFFERS" : "differs (published within noise)");
+    }
+  }
+  if (!r.explain.empty()) {
+    // Model means per (row, column) of each explaining metric, over the repetitions.
+    std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<double>>> ex;
+    for (const auto& rec : records) {
+      if (!rec.at("point").contains(r.rows)) continue;
+      const auto& c = rec.at("column");
+      auto& cell = ex[{cell_op(rec.at("point"), r.rows), c.is_null() ? "" : c.get<std::string>()}];
+      for (const std::string& m : r.explain)
+        if (rec.at("metrics").contains(m)) cell[m].push_back(rec.at("metrics").at(m).get<double>());
+    }
+    os << "\nwhere it comes from (model means per cell):\n";
+    fmt::print(os, "{:<16} {:<10}", "row", "column");
+    for (const std::string& m : r.explain) fmt::print(os, " {:>14}", m.substr(m.rfind('.') + 1));
+    os << "\n";
+    for (const CellResult& c : res.cells) {
+      fmt::print(os, "{:<16} {:<10}", c.pub.row, c.pub.column.empty() ? "-" : c.pub.column);
+      const auto it = ex.find({c.pub.row, c.pub.column});
+      for (const std::string& m : r.explain) {
+        const std::vector<double>* xs = nullptr;
+        if (it != ex.end() && it->second.count(m)) xs = &it->second.at(m);
+        if (xs && !xs->empty()) fmt::print(os, " {:>14.2f}", summarize(*xs).amean);
+        else fmt::print(os, " {:>14}", "-");
+      }
+      os << "\n";
+    }
+  }
   fmt::print(os, "\nsummary: {}/{} cells within {:g}%; mean |diff| {:.2f}%; direction of the % changes against {} "
                  "agrees in {}/{}; mean absolute error of those changes {:.2f} points\n",
              res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
              !r.baseline_row.empty() ? "row " + r.baseline_row : "column " + r.baseline_column, res.direction_agree,
              res.direction_total, res.mae_pp);
+  if (!pairs.empty())
+    fmt::print(os, "published changes above their noise: {}; the model's sign agrees in {}\n", res.significant,
+               res.significant_agree);
 }
 
 nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res) {
@@ -184,7 +255,9 @@ nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult
                   {"mean_abs_diff_pct", res.mean_abs_diff},
                   {"direction_agree", res.direction_agree},
                   {"direction_total", res.direction_total},
-                  {"mae_pp", res.mae_pp}};
+                  {"mae_pp", res.mae_pp},
+                  {"significant_changes", res.significant},
+                  {"significant_sign_agree", res.significant_agree}};
   return j;
 }
 
