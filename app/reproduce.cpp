@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -88,8 +89,16 @@ std::string cell_op(const nlohmann::json& point, const std::string& field) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-/// Adds every per-VM value of `vm.*.suffix` in `metrics` to sum/count.
+/// Adds every per-VM value of `vm.*.suffix` in `metrics` to sum/count; a dotted name is one
+/// record metric, taken as it is.
 void add_vm_metric(const nlohmann::json& metrics, const std::string& suffix, double& sum, std::size_t& n) {
+  if (suffix.find('.') != std::string::npos) {
+    if (metrics.contains(suffix) && metrics.at(suffix).is_number()) {
+      sum += metrics.at(suffix).get<double>();
+      ++n;
+    }
+    return;
+  }
   const std::string tail = "." + suffix;
   for (const auto& [k, v] : metrics.items())
     if (k.rfind("vm.", 0) == 0 && k.size() > tail.size() + 3 && k.compare(k.size() - tail.size(), tail.size(), tail) == 0 &&
@@ -100,6 +109,18 @@ void add_vm_metric(const nlohmann::json& metrics, const std::string& suffix, dou
 }
 
 }  // namespace
+
+std::vector<std::pair<const CellResult*, const CellResult*>> column_pairs(const Reproduction& r,
+                                                                          const ReproductionResult& res) {
+  std::vector<std::pair<const CellResult*, const CellResult*>> pairs;
+  if (r.baseline_column.empty() || r.plan.columns.size() != 2) return pairs;
+  for (const CellResult& b : res.cells) {
+    if (b.pub.column != r.baseline_column) continue;
+    for (const CellResult& o : res.cells)
+      if (o.pub.row == b.pub.row && o.pub.column != r.baseline_column) pairs.emplace_back(&b, &o);
+  }
+  return pairs;
+}
 
 ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records) {
   ReproductionResult res;
@@ -155,6 +176,13 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
     err += std::fabs(model_change - pub_change);
   }
   if (res.direction_total) res.mae_pp = err / static_cast<double>(res.direction_total);
+  for (const auto& [base, other] : column_pairs(r, res)) {
+    if (base->pub.stddev < 0 || other->pub.stddev < 0) continue;
+    const double change = other->pub.value - base->pub.value;
+    if (std::fabs(change) <= std::hypot(base->pub.stddev, other->pub.stddev)) continue;
+    ++res.significant;
+    if (base->samples && other->samples && (other->model - base->model > 0) == (change > 0)) ++res.significant_agree;
+  }
   return res;
 }
 
@@ -180,6 +208,22 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
                c.pub.stddev >= 0 ? fmt::format("{:.2f}", c.pub.stddev) : "-", c.model, c.model_stddev, c.samples,
                c.diff_pct, c.samples == 0 ? "no data" : c.within ? "yes" : "NO");
   }
+  const auto pairs = column_pairs(r, res);
+  if (!pairs.empty()) {
+    const std::string other = pairs.front().second->pub.column;
+    fmt::print(os, "\n{} against {}, published beside model:\n", other, r.baseline_column);
+    fmt::print(os, "{:<16} | {:>10} {:>8} {:>10} {:>8} {:>7} {:<5} | {:>10} {:>8} {:>10} {:>8} {:>7} {}\n", "row", "base",
+               "stdev", other, "stdev", "%impr", "noise", "base", "stdev", other, "stdev", "%impr", "sign");
+    for (const auto& [b, o] : pairs) {
+      const double pub = pdiff(o->pub.value, b->pub.value), mod = pdiff(o->model, b->model);
+      const bool sig = b->pub.stddev >= 0 && o->pub.stddev >= 0 &&
+                       std::fabs(o->pub.value - b->pub.value) > std::hypot(b->pub.stddev, o->pub.stddev);
+      fmt::print(os, "{:<16} | {:>10.2f} {:>8.2f} {:>10.2f} {:>8.2f} {:>+7.2f} {:<5} | {:>10.2f} {:>8.2f} {:>10.2f} {:>8.2f} {:>+7.2f} {}\n",
+                 b->pub.row, b->pub.value, b->pub.stddev, o->pub.value, o->pub.stddev, pub, sig ? "above" : "below",
+                 b->model, b->model_stddev, o->model, o->model_stddev, mod,
+                 (mod > 0) == (pub > 0) ? "agrees" : sig ? "DIFFERS" : "differs (published within noise)");
+    }
+  }
   if (!r.explain.empty()) {
     os << "\nwhat the model did (per VM, mean over the cell's VMs and repetitions):\n";
     fmt::print(os, "{:<28} {:<14}", "row", "column");
@@ -197,6 +241,9 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
              res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
              !r.baseline_row.empty() ? "row " + r.baseline_row : "column " + r.baseline_column, res.direction_agree,
              res.direction_total, res.mae_pp);
+  if (!pairs.empty())
+    fmt::print(os, "published changes above their noise: {}; the model's sign agrees in {}\n", res.significant,
+               res.significant_agree);
 }
 
 nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res) {
@@ -226,7 +273,9 @@ nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult
                   {"mean_abs_diff_pct", res.mean_abs_diff},
                   {"direction_agree", res.direction_agree},
                   {"direction_total", res.direction_total},
-                  {"mae_pp", res.mae_pp}};
+                  {"mae_pp", res.mae_pp},
+                  {"significant_changes", res.significant},
+                  {"significant_sign_agree", res.significant_agree}};
   return j;
 }
 

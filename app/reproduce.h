@@ -16,8 +16,13 @@
 //   scenario: {...}                 # a scenario with sweep: (and columns:, when the table has them)
 //   published:
 //     - {row: Alone, column: null, value: 1306.90, stddev: 0.94}
-//   explain: [remote_memory, steal_pct]  # optional: per-VM metrics printed per cell, the model's
-//                                        # reasons (mean over the cell's VMs and repetitions)
+//   explain: [remote_memory, vm.db.spin_pct]  # optional: metrics printed per cell, the model's
+//       # reasons: a bare name is a per-VM metric (vm.*.NAME) averaged over the cell's VMs and
+//       # repetitions; a dotted name is one record metric averaged over repetitions
+// With a baseline column and exactly two columns (base / patched tables, as mailing lists print
+// them), the output also has the published and the model improvement side by side: base,
+// stdev, patched, stdev, % improvement, whether the published change exceeds its noise
+// (|patched - base| > sqrt(sd_base^2 + sd_patched^2)) and whether the model's sign agrees.
 #pragma once
 
 #include <ostream>
@@ -41,7 +46,7 @@ struct Reproduction {
   std::string baseline_row, baseline_column;  ///< one of the two is set
   double tolerance_pct = 10;
   std::vector<PublishedCell> published;
-  std::vector<std::string> explain;  ///< per-VM metric names (the part after vm.NAME.)
+  std::vector<std::string> explain;  ///< per-VM metric names, or full record metric names
   SweepPlan plan;
 };
 
@@ -66,8 +71,14 @@ struct ReproductionResult {
   std::size_t direction_total = 0, direction_agree = 0;
   double mae_pp = 0;          ///< mean |model % change - published % change|, in points
   double mean_abs_diff = 0;   ///< mean |diff_pct| over cells
+  /// Two-column tables: rows whose published change exceeds its noise, and how many of those
+  /// the model gets the sign of.
+  std::size_t significant = 0, significant_agree = 0;
 };
 
+/// Two-column tables with a baseline column: (baseline cell, other cell) per row; else empty.
+std::vector<std::pair<const CellResult*, const CellResult*>> column_pairs(const Reproduction& r,
+                                                                          const ReproductionResult& res);
 ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records);
 void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
                         const ReproductionResult& res);

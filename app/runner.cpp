@@ -112,6 +112,15 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.lock_hold_us = ls.acquisitions ? ls.hold_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     dr.figures = d.os->workload().figures();
     dr.study_metric = std::string(d.os->workload().study_metric());
+    dr.has_ple = spec.host.ple.active() && !d.group->bare_metal;
+    dr.ple_exits_per_s = static_cast<double>(host.ple_stats(d.id).exits) / meas_s;
+    dr.ple_yields_per_s = static_cast<double>(host.ple_stats(d.id).yields) / meas_s;
+    const guest::IpiStats& is = gr.ipis;
+    dr.has_ipi = is.sent > 0;
+    dr.ipis_per_s = static_cast<double>(is.sent) / meas_s;
+    dr.ipi_stalls_per_s = static_cast<double>(is.stalls) / meas_s;
+    dr.ipi_spin_pct = run > 0 ? 100.0 * is.spin_ns / run : 0.0;
+    dr.ipi_wait_us = is.sent ? is.wait_ns / 1e3 / static_cast<double>(is.sent) : 0.0;
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -144,6 +153,16 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "lock_hold_us"] = d.lock_hold_us;
     }
     for (const auto& [name, value] : d.figures) m[p + name] = value;
+    if (d.has_ple) {
+      m[p + "ple_exits_per_s"] = d.ple_exits_per_s;
+      m[p + "ple_yields_per_s"] = d.ple_yields_per_s;
+    }
+    if (d.has_ipi) {
+      m[p + "ipis_per_s"] = d.ipis_per_s;
+      m[p + "ipi_stalls_per_s"] = d.ipi_stalls_per_s;
+      m[p + "ipi_spin_pct"] = d.ipi_spin_pct;
+      m[p + "ipi_wait_us"] = d.ipi_wait_us;
+    }
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];
       g.first += d.throughput;
@@ -165,6 +184,24 @@ std::map<std::string, double> RunResult::metrics() const {
       s.second += 1;
     }
   for (const auto& [name, v] : study) m[name] = v.first / v.second;
+  // The mean VM of a group for the lock, PLE and IPI figures too (vm.guest.spin_pct over
+  // guest-0..N), so a table can explain a group's throughput with its own causes.
+  std::map<std::string, std::pair<double, double>> group_means;
+  for (const DomainResult& d : domains) {
+    if (d.name == d.group) continue;
+    const std::string inst = (d.bare_metal ? "bm." : "vm.") + d.name + ".";
+    const std::string grp = (d.bare_metal ? "bm." : "vm.") + d.group + ".";
+    for (const char* k : {"spin_pct", "lhp_per_s", "lwp_per_s", "halts_per_s", "kicks_per_s", "lock_acquisitions_per_s",
+                          "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "ipis_per_s",
+                          "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct"}) {
+      const auto it = m.find(inst + k);
+      if (it == m.end()) continue;
+      auto& gm = group_means[grp + k];
+      gm.first += it->second;
+      gm.second += 1;
+    }
+  }
+  for (const auto& [k, v] : group_means) m[k] = v.first / v.second;
   m["events"] = static_cast<double>(events);
   m["events_stale"] = static_cast<double>(stale_events);
   m["host_utilisation"] = host_utilisation;

@@ -41,6 +41,15 @@ struct DomainResult {
   // (guest::Workload::study_metric; "" for none).
   std::vector<std::pair<std::string, double>> figures;
   std::string study_metric;
+  // Pause-loop exiting (hypervisor/ple.h); in metrics() only if has_ple (host.ple on, a VM).
+  bool has_ple = false;
+  double ple_exits_per_s = 0, ple_yields_per_s = 0;
+  // Synchronous IPIs (guest/ipi.h); in metrics() only if has_ipi (the workload sends them).
+  bool has_ipi = false;
+  double ipis_per_s = 0;        ///< cross-vCPU calls (TLB shootdowns) sent
+  double ipi_stalls_per_s = 0;  ///< calls that found a target vCPU off its pCPU
+  double ipi_spin_pct = 0;      ///< CPU time senders burned waiting, over the domain's running time
+  double ipi_wait_us = 0;       ///< mean wall time from send to the last acknowledgement
 };
 
 struct RunTiming {

@@ -330,6 +330,30 @@ void read_exec(const YamlReader& h, hv::ExecParams& x) {
 
 }  // namespace
 
+// host.ple: pause-loop exiting (hypervisor/ple.h has each default and its source). The flavour
+// follows the host: a credit2 host is Xen (fixed window, undirected yield), any other KVM,
+// unless `flavour` says otherwise.
+void read_ple(const YamlReader& h, const std::string& policy, hv::PleParams& p) {
+  p.flavour = policy == "credit2" ? hv::PleFlavour::kXen : hv::PleFlavour::kKvm;
+  if (!h.has("ple")) return;
+  const YamlReader r = h.at("ple");
+  r.require_map();
+  r.only({"enabled", "window", "gap", "grow", "shrink", "max", "tsc_ghz", "exit_cost", "flavour"});
+  constexpr std::int64_t kU32 = std::numeric_limits<std::uint32_t>::max();
+  p.enabled = r.get_bool("enabled", false);
+  p.gap = static_cast<std::uint32_t>(r.get_int("gap", p.gap, 0, kU32));
+  p.window = static_cast<std::uint32_t>(r.get_int("window", p.window, 1, kU32));
+  p.grow = static_cast<std::uint32_t>(r.get_int("grow", p.grow, 0, kU32));
+  p.shrink = static_cast<std::uint32_t>(r.get_int("shrink", p.shrink, 0, kU32));
+  p.max = static_cast<std::uint32_t>(r.get_int("max", p.max, 1, kU32));
+  if (p.max < p.window) r.at("max").fail("ple max (" + std::to_string(p.max) + ") is below the window (" +
+                                         std::to_string(p.window) + ")");
+  p.tsc_ghz = r.get_double("tsc_ghz", p.tsc_ghz, 0.1, 10.0);
+  p.exit_cost = r.get_duration("exit_cost", p.exit_cost, 0, sim::ms(1));
+  if (r.has("flavour"))
+    p.flavour = r.get_enum("flavour", "kvm", {"kvm", "xen"}) == "xen" ? hv::PleFlavour::kXen : hv::PleFlavour::kKvm;
+}
+
 // host.core_sched (with host.core_scheduling: cookie): a variant preset (core_sched.h), the
 // cookie assignment, and any switch overriding the preset.
 void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
@@ -439,7 +463,8 @@ ScenarioSpec load_scenario(const YamlReader& root) {
 
   if (root.has("host")) {
     const YamlReader h = root.at("host");
-    only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "context_switch", "migration", "smt_interference"});
+    only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "context_switch", "migration", "smt_interference",
+                  "ple"});
     s.host.smt = h.get_bool("smt", true);
     if (h.get_enum("core_scheduling", "none", {"none", "cookie"}) == "cookie") read_core_sched(h, s.host.core_sched);
     else if (h.has("core_sched")) h.at("core_sched").fail("host.core_sched needs host.core_scheduling: cookie");
@@ -460,6 +485,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       only_keys(sch, allowed);
       s.policy_params = read_params(sch, info->params);
     }
+    read_ple(h, s.policy, s.host.ple);
   }
   if (root.has("guest")) {
     const YamlReader g = root.at("guest");

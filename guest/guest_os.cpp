@@ -23,6 +23,8 @@ GuestOs::GuestOs(hv::GuestPort& port, hv::DomainId domain, std::vector<hv::VcpuI
   kick_for_.assign(vcpus_.size(), kNone);
   channels_.resize(workload_->channels());
   thread_results_.assign(n, 0.0);
+  ipis_.init(static_cast<std::uint32_t>(vcpus_.size()), n);
+  ipi_finished_.reserve(n);
 }
 
 void GuestOs::enqueue(std::uint32_t vc, std::uint32_t t) {
@@ -105,6 +107,12 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
       th.segment = th.remaining;
       port_.set_work(vcpus_[vc].id, th.remaining, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps);
       return;
+    case LockPhase::kIpi:  // still waiting for acknowledgements: spin on
+      port_.set_work(vcpus_[vc].id, 1e15, hv::Profile::kSpin, 0.0);
+      return;
+    case LockPhase::kIpiDone:  // acknowledged while off-CPU: finish the step when it runs
+      port_.set_work(vcpus_[vc].id, 1.0, hv::Profile::kMixed, 0.0);
+      return;
     case LockPhase::kPre:
       if (th.remaining <= 0.5) {
         begin_acquire(vc, t);
@@ -145,8 +153,9 @@ void GuestOs::run_next(std::uint32_t vc) {
 }
 
 void GuestOs::on_vcpu_scheduled(hv::VcpuId v, bool has_work) {
-  if (has_work) return;
   const std::uint32_t vc = local(v);
+  if (ipis_.owes(vc)) arm_ipi(vc);
+  if (has_work) return;
   if (vcpus_[vc].curr != kNone) issue_segment(vc, vcpus_[vc].curr);
   else run_next(vc);
 }
@@ -167,6 +176,14 @@ void GuestOs::on_work_done(hv::VcpuId v) {
     retry_mutex(vc, t);
     return;
   }
+  if (th.phase == LockPhase::kIpi) {  // the unbounded spin ran out (after 11 days): spin on
+    port_.set_work(v, 1e15, hv::Profile::kSpin, 0.0);
+    return;
+  }
+  if (th.phase == LockPhase::kIpiDone) {
+    complete_step(vc, t);
+    return;
+  }
   th.remaining -= th.segment;
   th.slice_used += th.segment;
   if (th.remaining > 0.5) {
@@ -183,6 +200,10 @@ void GuestOs::on_work_done(hv::VcpuId v) {
 
 void GuestOs::complete_step(std::uint32_t vc, std::uint32_t t) {
   Thread& th = threads_[t];
+  if (th.step.shootdown_ns > 0 && th.phase != LockPhase::kIpiDone && !bare_metal_ && vcpus_.size() > 1) {
+    begin_ipi(vc, t);
+    return;
+  }
   ++steps_;
   credit(t, th.step.result);
   if (th.step.send_to >= 0) send_message(t);
@@ -415,6 +436,10 @@ void GuestOs::on_timer(std::uint64_t token) {
     deliver_kick(static_cast<std::uint32_t>(token & ~kKickToken));
     return;
   }
+  if (token & kIpiToken) {
+    ipi_acknowledged(static_cast<std::uint32_t>(token & ~kIpiToken));
+    return;
+  }
   const auto t = static_cast<std::uint32_t>(token);
   advance_thread(t);
   if (!threads_[t].blocked) place_woken(t);
@@ -467,8 +492,62 @@ void GuestOs::send_message(std::uint32_t t) {
   if (!wt.blocked) place_woken(w);
 }
 
+// ---------------------------------------------------------------------------------------------
+// IPIs (see guest_os.h, "IPIs").
+
+void GuestOs::begin_ipi(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  th.phase = LockPhase::kIpi;
+  th.wait_since = port_.now();
+  const auto latency = static_cast<sim::Duration>(th.step.shootdown_ns);
+  bool stalled = false;
+  for (std::uint32_t o = 0; o < vcpus_.size(); ++o) {
+    if (o == vc) continue;
+    ipis_.send(t, o, latency);
+    const hv::VcpuId id = vcpus_[o].id;
+    if (port_.is_running(id)) {
+      arm_ipi(o);
+      continue;
+    }
+    stalled = true;  // preempted or halted: the call waits for the host to run it
+    if (port_.is_blocked(id) && !polling(o)) port_.kick(id);
+  }
+  if (measuring()) {
+    ++ipi_stats_.sent;
+    if (stalled) ++ipi_stats_.stalls;
+  }
+  if (stalled) port_.mark("ipi-stall", vcpus_[vc].id);
+  th.spin_run0 = port_.run_time(vcpus_[vc].id);
+  port_.set_work(vcpus_[vc].id, 1e15, hv::Profile::kSpin, 0.0);
+}
+
+void GuestOs::arm_ipi(std::uint32_t vc) {
+  const sim::Time due = ipis_.arm(vc, port_.now());
+  if (due != sim::kNever) port_.arm_guest_timer(domain_, due, kIpiToken | vc);
+}
+
+void GuestOs::ipi_acknowledged(std::uint32_t vc) {
+  ipi_finished_.clear();
+  ipis_.acknowledge(vc, port_.now(), ipi_finished_);
+  for (const std::uint32_t t : ipi_finished_) ipi_finished(t);
+}
+
+void GuestOs::ipi_finished(std::uint32_t t) {
+  Thread& th = threads_[t];
+  const std::uint32_t vc = th.vcpu;
+  const hv::VcpuId id = vcpus_[vc].id;
+  if (measuring()) {
+    ipi_stats_.spin_ns += static_cast<double>(port_.run_time(id) - th.spin_run0);
+    ipi_stats_.wait_ns += static_cast<double>(port_.now() - th.wait_since);
+  }
+  th.phase = LockPhase::kIpiDone;
+  if (port_.is_running(id)) complete_step(vc, t);
+  else port_.set_preempted_work(id, 1.0, hv::Profile::kMixed, 0.0);
+}
+
 GuestResults GuestOs::results() const {
   GuestResults r;
+  r.ipis = ipi_stats_;
   r.results = workload_->aggregate(thread_results_).value_or(results_);
   r.steps = steps_;
   const double secs = sim::to_seconds(port_.now() - port_.measure_from());

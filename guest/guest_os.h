@@ -38,6 +38,13 @@
 // counts when kTake completes. LHP: a holder's vCPU preempted while its lock has waiters
 // (on_vcpu_preempted), or a waiter arriving while the holder's vCPU is off-CPU (once per
 // preemption). LWP: the new owner's vCPU is preempted (Runnable) at the release.
+// IPIs (ipi.h). A step with shootdown_ns > 0 ends, after its critical section, with a call to
+// every other vCPU of the VM: the thread enters kIpi and spins (one kSpin segment, preemption
+// off as in smp_call_function_many) until the last target acknowledges (a guest timer at the
+// target's due time); then kIpiDone, and the step completes (at once if its vCPU runs, else
+// through a 1 ns set_preempted_work segment when the host next runs it). Targets: a running
+// one is due at once + latency; a preempted or halted one when it is next put on a pCPU
+// (on_vcpu_scheduled, with or without kept work); a halted one is kicked, unless it polls.
 // MODEL: a mutex holder is not rotated out by the guest either; the unlocker pays no cost for
 // a kick (the exit is folded into kick_latency, which delays the waiter instead); statistics of
 // a wait or spin are counted when it ends, if that is inside the measured interval.
@@ -55,6 +62,7 @@
 #include <vector>
 
 #include "guest/guest_trace.h"
+#include "guest/ipi.h"
 #include "guest/mutex.h"
 #include "guest/spinlock.h"
 #include "guest/workload.h"
@@ -74,6 +82,7 @@ struct GuestResults {
   std::uint64_t steps = 0;   ///< compute steps completed (all time)
   LockStats locks;           ///< all of the guest's locks together, measured interval
   std::vector<LockStats> per_lock;  ///< by Workload::locks() index
+  IpiStats ipis;             ///< synchronous cross-vCPU calls, measured interval
 };
 
 /// Observer of lock hand-overs (tests): every acquisition and release, in simulated order.
@@ -112,7 +121,8 @@ class GuestOs final : public hv::GuestHooks {
  private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   static constexpr std::uint64_t kKickToken = std::uint64_t{1} << 63;  ///< | local vCPU index
-  enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kRetry, kHold };
+  static constexpr std::uint64_t kIpiToken = std::uint64_t{1} << 62;   ///< | local target vCPU
+  enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kRetry, kHold, kIpi, kIpiDone };
   struct LockState {
     LockSpec spec;
     TicketSpinlock ticket;
@@ -171,6 +181,11 @@ class GuestOs final : public hv::GuestHooks {
   bool spin_kind(const LockState& l) const { return l.spec.params.kind != LockKind::kMutex; }
   /// A PV waiter on vc waits for the kick only (Xen poll): other wake-ups must not kick vc.
   bool polling(std::uint32_t vc) const;
+  // IPIs (ipi.h, "IPIs" above).
+  void begin_ipi(std::uint32_t vc, std::uint32_t t);
+  void arm_ipi(std::uint32_t vc);        ///< vc runs: its owed acknowledgements become due
+  void ipi_acknowledged(std::uint32_t vc);
+  void ipi_finished(std::uint32_t t);    ///< the sender's last target acknowledged
 
   hv::GuestPort& port_;
   hv::DomainId domain_;
@@ -188,6 +203,9 @@ class GuestOs final : public hv::GuestHooks {
   LockObserver* lock_observer_ = nullptr;
   std::vector<Channel> channels_;        ///< Workload::channels() of them
   std::vector<double> thread_results_;   ///< per thread, measured interval (Workload::aggregate)
+  CallFunctionIpis ipis_;
+  IpiStats ipi_stats_;
+  std::vector<std::uint32_t> ipi_finished_;  ///< scratch for acknowledge(), reserved
 };
 
 }  // namespace vcpusim::guest

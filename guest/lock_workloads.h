@@ -15,7 +15,15 @@
 // vCPUs"; default 0.2, the low end, as the measured share already includes contention). With
 // the defaults a hold is 6.25 us, inside the note's 1-20 us. The record is credited when its
 // last section is released: "N records/s", records of all threads over the measured time.
-// The rwsem's sleeping side, page faults and TLB-shootdown IPIs are not modelled (part C).
+// TLB shootdowns (note 3 ebizzy: "a TLB shootdown on each munmap"; note 2: the IPI waiter):
+// after its last section a record frees its buffer, and the kernel flushes the TLBs of every
+// other vCPU of the VM, the thread spinning until each has run the flush (guest/ipi.h). One
+// per record [E]: the 512 KiB buffer is above glibc's initial mmap threshold (munmap), and once
+// the dynamic threshold moves it onto the heap, freeing the top chunk trims the heap (brk
+// shrink, also a flush). `shootdown` is the acknowledgement latency of a running target: the
+// emulated ICR write, ~7k cycles (~2.8 us, note 1.3 "Guest IPI send", the X7560 of 002 has no
+// posted interrupts), plus the flush handler [E], so 3 us; 0 turns shootdowns off.
+// The rwsem's sleeping side and page faults are not modelled.
 //
 // dbench (note 3, "dbench"): each client replays file-system operations; an op is a syscall
 // of `op_time` CPU time ("Syscalls of 2-20 us"; default 10 us) with `sections` lock
@@ -45,7 +53,7 @@ class Ebizzy final : public Workload {
   static std::vector<sim::ParamSpec> param_specs();
   static std::unique_ptr<Workload> make(const sim::ParamValues& v);
   Ebizzy(std::uint32_t threads, double burst_ns, double cs_frac, std::uint32_t sections, double mem_intensity,
-         LockParams lock);
+         LockParams lock, double shootdown_ns = 0.0, double record_scale = 1.0);
   std::string_view kind() const override { return "ebizzy"; }
   std::uint32_t threads() const override { return threads_; }
   Step next(std::uint32_t thread, sim::RngStream& rng) override;
@@ -55,7 +63,7 @@ class Ebizzy final : public Workload {
 
  private:
   std::uint32_t threads_;
-  double burst_, hold_, mem_;
+  double burst_, hold_, mem_, shootdown_, record_scale_;
   std::uint32_t sections_;
   LockParams lock_;
   std::vector<std::uint32_t> pos_;  ///< next section per thread

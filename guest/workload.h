@@ -45,6 +45,11 @@ struct Step {
   /// compute: when the step completes, send `payload` on channel `send_to` (-1: no send).
   std::int32_t send_to = -1;
   std::uint64_t payload = 0;
+  /// > 0: when the step's work (and critical section) is done, the thread makes a synchronous
+  /// cross-vCPU call to every other vCPU of its VM (a TLB shootdown, guest/ipi.h) and spins
+  /// until each has acknowledged; a target on a pCPU acknowledges this long (ns) after the send.
+  /// `result` is credited after the last acknowledgement. 0: no call.
+  double shootdown_ns = 0;
 };
 
 class Workload {

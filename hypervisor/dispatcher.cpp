@@ -80,6 +80,7 @@ void Host::commit(PcpuId p, VcpuId prev, const Pick& pick) {
     if (nv.work.active) {
       retime(nv);
       retime_siblings(p);
+      guests_[nv.domain]->on_vcpu_scheduled(next, true);  // kept work resumes (IPIs it owes run)
     } else {
       guests_[nv.domain]->on_vcpu_scheduled(next, false);
     }
@@ -144,6 +145,22 @@ void Host::switch_in(PcpuId p, VcpuId next) {
   v.last_ran = p;
   v.stall_until = now_ + spec_.exec.context_switch;
   v.progress_since = now_;
+  ple_arm(v, true);  // vmx_vcpu_load after a schedule-out: shrink the window, restart the count
+}
+
+// A pause-loop exit's yield (ple.cpp), checked: KVM's kvm_vcpu_on_spin only ever boosts a ready
+// vCPU of the spinner's own VM (it walks kvm->vcpu_array); Xen yields the spinner itself.
+void Host::ple_yield(VcpuId id, VcpuId to) {
+  const Vcpu& v = vcpus_[id];
+  if (to != kIdle) {
+    if (to >= vcpus_.size() || vcpus_[to].domain != v.domain)
+      violation("ple-same-vm", id, v.pcpu, "pause-loop exit yielded to entity " + std::to_string(to) +
+                                               " of another VM");
+    if (vcpus_[to].state != Runstate::kRunnable)
+      violation("ple-same-vm", id, v.pcpu, "pause-loop exit yielded to entity " + std::to_string(to) +
+                                               ", which is " + std::string(runstate_name(vcpus_[to].state)));
+  }
+  yield(id, to);
 }
 
 }  // namespace vcpusim::hv

@@ -106,6 +106,7 @@ void Host::start() {
   snap_seq_.assign(vcpus_.size(), 0);
   pcpu_fi_base_.assign(pcpus_.size(), 0);
   dom_fi_base_.assign(domains_.size(), 0);
+  ple_.init(spec_.ple, static_cast<std::uint32_t>(vcpus_.size()), static_cast<std::uint32_t>(domains_.size()));
   if (spec_.warmup > 0) queue_.push(spec_.warmup, sim::Phase::kStats, kMeasureStart, 0, 0);
 }
 
@@ -163,6 +164,10 @@ void Host::dispatch(const sim::Event& e) {
     case kCoreRepick:
       if (core_gen_[e.target] != e.gen) break;
       core_repick(e.target);
+      return;
+    case kPleExit:  // ple.cpp; a deschedule or a new segment re-arms with a new generation
+      if (ple_.gen(e.target) != e.gen || vcpus_[e.target].state != Runstate::kRunning) break;
+      ple_exit(e.target);
       return;
   }
   ++stale_;
@@ -261,6 +266,7 @@ void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_i
   v.done_at = sim::kNever;  // a new segment always needs a new completion event
   retime(v);
   if (changed) retime_siblings(v.pcpu);
+  ple_arm(v, false);  // a spin segment starts the PAUSE-loop count; any other cancels it
 }
 
 void Host::set_preempted_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity) {

@@ -12,6 +12,8 @@
 //   cookie-compatible  under core scheduling, never two different cookies running on one core
 //                   at the same instant (checked after every core-wide pick, which commits
 //                   every sibling of the core at one instant; see core_sched.cpp);
+//   ple-same-vm     a pause-loop exit yields only to a Runnable vCPU of the spinner's own VM
+//                   (ple.h, checked in dispatcher.cpp ple_yield);
 //   cpu-conserved   at the end, entity run time equals pCPU busy time, and every entity's
 //                   running + runnable + blocked time equals the elapsed time.
 #pragma once
@@ -25,6 +27,7 @@
 #include "hypervisor/core_sched.h"
 #include "hypervisor/entity.h"
 #include "hypervisor/exec_model.h"
+#include "hypervisor/ple.h"
 #include "hypervisor/policy_api.h"
 #include "hypervisor/trace_sink.h"
 #include "hypervisor/workload_api.h"
@@ -39,6 +42,7 @@ struct HostSpec {
   ExecParams exec;
   sim::Duration warmup = 0;   ///< accounting restarts here; guests count results from here
   CoreSchedParams core_sched; ///< core scheduling (enabled = false: off)
+  PleParams ple;              ///< pause-loop exiting (enabled = false: off; ple.h)
 };
 
 struct DomainSpec {
@@ -105,6 +109,10 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// Time a sibling idled while an entity of domain d was refused by the core-wide pick.
   sim::Duration domain_forced_idle(DomainId d) const;
   const CoreSchedParams& core_sched() const { return spec_.core_sched; }
+  /// Pause-loop exiting counters of domain d over the measured interval (zeros when off).
+  const PleStats& ple_stats(DomainId d) const { return ple_.stats(d); }
+  /// vCPU v's current PLE window in cycles (tests).
+  std::uint32_t ple_window(VcpuId v) const { return ple_.window(v); }
   /// Number of core-wide picks (the slow path, siblings asked) so far.
   std::uint64_t core_picks() const { return core_picks_; }
   SchedulerPolicy& policy() { return *policy_; }
@@ -161,6 +169,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
     kGuestTimer,    // target domain, gen = the guest's token
     kMeasureStart,  // end of warm-up
     kCoreRepick,    // target: a core's first thread, gen core_gen_ (core scheduling tick)
+    kPleExit,       // target vcpu, gen ple_.gen (pause-loop exit; ple.cpp)
   };
 
   void dispatch(const sim::Event& e);
@@ -183,6 +192,10 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void core_task_changed(PcpuId p) {
     if (core_sched_on() && p != kNoPcpu) ++core_task_seq_[topo_.smt_mask(p).first()];
   }
+  // Pause-loop exiting (ple.cpp; the check in dispatcher.cpp).
+  void ple_arm(Vcpu& v, bool sched_in);
+  void ple_exit(VcpuId v);
+  void ple_yield(VcpuId v, VcpuId to);
   sim::Duration busy_total(PcpuId p) const;
   void set_runstate(Vcpu& v, Runstate s);
   [[noreturn]] void violation(const char* rule, VcpuId v, PcpuId p, const std::string& detail) const;
@@ -238,6 +251,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<double> snap_;                  ///< per entity: naive priority at episode start
   std::vector<std::uint64_t> snap_seq_;       ///< per entity: the episode snap_ belongs to (+1)
   std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_;
+
+  PauseLoopExiting ple_;  ///< ple.h
 };
 
 }  // namespace vcpusim::hv

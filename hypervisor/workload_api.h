@@ -41,7 +41,7 @@ class GuestPort {
   /// Call GuestHooks::on_timer(token) at `when` (>= now).
   virtual void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) = 0;
   /// Replace the unfinished segment of a vCPU that is preempted (Runnable, not on a pCPU): the
-  /// new segment runs when the host next puts v on a pCPU (no on_vcpu_scheduled call then, as
+  /// new segment runs when the host next puts v on a pCPU (on_vcpu_scheduled(v, true) then, as
   /// for any kept work). Guest spinlocks use it to hand a lock to a waiter that the host has
   /// preempted mid-spin (lock-waiter preemption). Throws unless v is Runnable.
   virtual void set_preempted_work(VcpuId /*v*/, double /*work_ref_ns*/, Profile /*profile*/,
@@ -57,7 +57,8 @@ class GuestHooks {
  public:
   virtual ~GuestHooks() = default;
   /// vCPU v was put on a pCPU. If it has no work in progress, the guest must call set_work() or
-  /// halt() for it (possibly later in the same instant).
+  /// halt() for it (possibly later in the same instant). With work in progress (has_work) the
+  /// work resumes by itself; the guest may note that v runs again (IPIs it owes, guest/ipi.h).
   virtual void on_vcpu_scheduled(VcpuId v, bool has_work) = 0;
   /// vCPU v was taken off its pCPU while still runnable (preempted); its work is kept.
   virtual void on_vcpu_preempted(VcpuId /*v*/) {}

@@ -85,6 +85,28 @@ TEST(Reproduce, ExplainAveragesPerVmMetricsOverVmsAndRepetitions) {
   EXPECT_TRUE(j["cells"][0]["explain"]["absent"].is_null());
 }
 
+// Two columns against a baseline column (base / patched tables): row r1's published change
+// (+50) is above its noise (hypot(10, 10) = 14.1), row r2's (+10) is not (hypot(30, 30) = 42.4).
+// The model gets r1's sign right (+20) and r2's wrong (-5): 1 significant change, 1 agreeing.
+TEST(Reproduce, PublishedChangesAboveNoiseAndTheModelsSign) {
+  auto crec = [](const std::string& row, const std::string& col, double v) {
+    return nlohmann::json{{"scenario", "r"}, {"column", col}, {"point", {{"case", row}}}, {"repetition", 0},
+                          {"metrics", {{"m", v}}}};
+  };
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_column = "base";
+  r.plan.columns = {"base", "patched"};
+  r.published = {{"r1", "base", "", 100, 10}, {"r1", "patched", "", 150, 10},
+                 {"r2", "base", "", 100, 30}, {"r2", "patched", "", 110, 30}};
+  const ReproductionResult res = evaluate(
+      r, {crec("r1", "base", 100), crec("r1", "patched", 120), crec("r2", "base", 100), crec("r2", "patched", 95)});
+  EXPECT_EQ(column_pairs(r, res).size(), 2u);
+  EXPECT_EQ(res.significant, 1u);
+  EXPECT_EQ(res.significant_agree, 1u);
+}
+
 TEST(Reproduce, ShippedReproductionsLoad) {
   const auto names = list_reproductions();
   ASSERT_FALSE(names.empty());

@@ -151,4 +151,49 @@ TEST(ScenarioLoader, AutomaticPlacementSetsMemoryAndSoftAffinity) {
   EXPECT_DOUBLE_EQ(soft.memory_on_node[1], 1.0);
 }
 
+// host.ple: KVM's defaults when only `enabled` is given, the flavour following the host policy
+// (credit2 = Xen), every key read, and bad values named by line and field.
+TEST(ScenarioLoader, HostPleKeys) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
+  const ScenarioSpec off = load("topology: one-core-ht\n" + vms);
+  EXPECT_FALSE(off.host.ple.active());
+  const ScenarioSpec on = load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}, ple: {enabled: true}}\n" + vms);
+  EXPECT_TRUE(on.host.ple.active());
+  EXPECT_EQ(on.host.ple.gap, 128u);
+  EXPECT_EQ(on.host.ple.window, 4096u);
+  EXPECT_EQ(on.host.ple.grow, 2u);
+  EXPECT_EQ(on.host.ple.shrink, 0u);
+  EXPECT_EQ(on.host.ple.max, 4294967295u);
+  EXPECT_EQ(on.host.ple.flavour, hv::PleFlavour::kKvm);
+  const ScenarioSpec xen = load("topology: one-core-ht\nhost: {scheduler: {policy: credit2}, ple: {enabled: true}}\n" + vms);
+  EXPECT_EQ(xen.host.ple.flavour, hv::PleFlavour::kXen);
+  const ScenarioSpec all = load(
+      "topology: one-core-ht\nhost:\n  ple: {enabled: true, window: 8192, gap: 41, grow: 0, shrink: 2, max: 65536, "
+      "tsc_ghz: 2.26, exit_cost: 1us, flavour: xen}\n" + vms);
+  EXPECT_EQ(all.host.ple.window, 8192u);
+  EXPECT_EQ(all.host.ple.gap, 41u);
+  EXPECT_EQ(all.host.ple.grow, 0u);
+  EXPECT_EQ(all.host.ple.shrink, 2u);
+  EXPECT_EQ(all.host.ple.max, 65536u);
+  EXPECT_DOUBLE_EQ(all.host.ple.tsc_ghz, 2.26);
+  EXPECT_EQ(all.host.ple.exit_cost, sim::us(1));
+  EXPECT_EQ(all.host.ple.flavour, hv::PleFlavour::kXen);
+  EXPECT_FALSE(load("topology: one-core-ht\nhost: {ple: {enabled: true, gap: 0}}\n" + vms).host.ple.active());
+}
+
+TEST(ScenarioLoader, HostPleBadValuesNameTheField) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  ple: {enabled: true, windw: 1}\n" + vms).find("host.ple.windw: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  ple: {window: 0}\n" + vms).find("t.yaml:3:17: host.ple.window: 0 is out of range"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  ple: {window: 8192, max: 4096}\n" + vms).find("host.ple.max"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  ple: {flavour: hyperv}\n" + vms).find("host.ple.flavour"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  ple: {tsc_ghz: 0}\n" + vms).find("host.ple.tsc_ghz"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  ple: on\n" + vms).find("host.ple"), std::string::npos);
+}
+
 }  // namespace vcpusim::app

@@ -45,6 +45,7 @@ TEST(Configs, EveryTopologyPresetBuilds) {
 TEST(Configs, EveryScenarioLoadsAndRunsBriefly) {
   std::vector<std::filesystem::path> files = yaml_files("scenarios");
   for (const auto& f : yaml_files("bench")) files.push_back(f);
+  for (const auto& f : yaml_files("studies")) files.push_back(f);  // sweeps: the base scenario runs
   ASSERT_FALSE(files.empty());
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// This file holds pause-loop exiting (ple.h): the window arithmetic and the Host glue that arms
+// a vCPU's exit when it spins on a pCPU, takes the exit, and yields the spinner.
+#include "hypervisor/ple.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "hypervisor/host.h"
+
+namespace vcpusim::hv {
+
+sim::Duration PleParams::cycles_to_ns(std::uint64_t cycles) const {
+  const double ns = std::ceil(static_cast<double>(cycles) / tsc_ghz);
+  return std::max<sim::Duration>(1, static_cast<sim::Duration>(ns));
+}
+
+// arch/x86/kvm/x86.h __grow_ple_window(): "if (modifier < 1) return base; if (modifier < base)
+// ret *= modifier; else ret += modifier; return min(ret, max)", in 64 bits.
+std::uint32_t grow_ple_window(std::uint32_t val, std::uint32_t base, std::uint32_t modifier, std::uint32_t max) {
+  if (modifier < 1) return base;
+  std::uint64_t ret = val;
+  if (modifier < base) ret *= modifier;
+  else ret += modifier;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(ret, max));
+}
+
+// __shrink_ple_window(): "if (modifier < 1) return base; if (modifier < base) val /= modifier;
+// else val -= modifier; return max(val, min)" (shrink_ple_window passes the base as min).
+// MODEL: the unsigned wrap of `val -= modifier` below zero is clamped to 0 before the max.
+std::uint32_t shrink_ple_window(std::uint32_t val, std::uint32_t base, std::uint32_t modifier, std::uint32_t min) {
+  if (modifier < 1) return base;
+  if (modifier < base) val /= modifier;
+  else val = val > modifier ? val - modifier : 0;
+  return std::max(val, min);
+}
+
+void PauseLoopExiting::init(const PleParams& p, std::uint32_t vcpus, std::uint32_t domains) {
+  p_ = p;
+  win_.assign(vcpus, p.window);
+  gen_.assign(vcpus, 0);
+  last_boosted_.assign(domains, 0);  // kvm->last_boosted_vcpu starts at 0
+  stats_.assign(domains, PleStats{});
+}
+
+void PauseLoopExiting::sched_in(VcpuId v) {
+  if (p_.flavour == PleFlavour::kKvm) win_[v] = shrink_ple_window(win_[v], p_.window, p_.shrink, p_.window);
+}
+
+void PauseLoopExiting::grow(VcpuId v) {
+  if (p_.flavour == PleFlavour::kKvm) win_[v] = grow_ple_window(win_[v], p_.window, p_.grow, p_.max);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host glue.
+
+// Called whenever v's segment changes or v is switched in: arms the exit of a running spin at
+// now + window, and invalidates any exit armed before (a new segment, or a new stretch on a
+// pCPU, restarts the PAUSE-loop count).
+void Host::ple_arm(Vcpu& v, bool sched_in) {
+  if (!ple_.active() || domains_[v.domain].bare_metal) return;
+  if (sched_in) ple_.sched_in(v.id);
+  const std::uint64_t g = ple_.next_gen(v.id);
+  if (v.state != Runstate::kRunning || !v.work.active || v.work.profile != Profile::kSpin) return;
+  // The window counts guest execution: from VM entry, after a switch-in's or an exit's stall.
+  const sim::Time entry = std::max(now_, v.stall_until);
+  queue_.push(entry + ple_.params().cycles_to_ns(ple_.window(v.id)), sim::Phase::kHypervisorTimer, kPleExit, v.id, g);
+}
+
+// handle_pause() -> grow_ple_window(), kvm_vcpu_on_spin(vcpu, true); Xen: vcpu_yield().
+void Host::ple_exit(VcpuId id) {
+  Vcpu& v = vcpus_[id];
+  const bool measuring = now_ >= spec_.warmup;
+  PleStats& st = ple_.stats(v.domain);
+  if (measuring) ++st.exits;
+  if (trace_) trace_->instant("ple-exit", id, v.pcpu, now_);
+  ple_.grow(id);
+  if (ple_.params().flavour == PleFlavour::kXen) {
+    if (measuring) ++st.yields;
+    ple_yield(id, kIdle);
+  } else {
+    const Domain& d = domains_[v.domain];
+    const auto n = static_cast<std::uint32_t>(d.vcpus.size());
+    std::uint32_t& last = ple_.last_boosted(v.domain);
+    const std::uint32_t start = last + 1;
+    for (std::uint32_t i = 0; n > 1 && i < n; ++i) {
+      const std::uint32_t idx = (start + i) % n;
+      if (idx == v.index) continue;
+      const VcpuId t = d.vcpus[idx];
+      if (vcpus_[t].state != Runstate::kRunnable) continue;  // !vcpu->ready (running or halted)
+      last = idx;
+      if (measuring) ++st.yields;
+      ple_yield(id, t);
+      break;
+    }
+  }
+  // The exit's cost: the guest executes nothing until re-entry (a PV spin's threshold moves
+  // out by as much). Then, still spinning (unless the yield deschedules it, which re-arms at
+  // the next switch-in), the next exit comes one (grown) window after re-entry.
+  if (v.state != Runstate::kRunning) return;
+  advance(v);
+  v.stall_until = std::max(v.stall_until, now_ + ple_.params().exit_cost);
+  v.done_at = sim::kNever;
+  retime(v);
+  ple_arm(v, false);
+}
+
+}  // namespace vcpusim::hv

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// This file defines pause-loop exiting (PLE), a mechanism of the host, not of a policy or a
+// guest: a vCPU that executes a PAUSE loop for longer than its window exits to the host, which
+// then yields it. It exists because the host cannot see guest locks, and a spinning waiter is
+// the only symptom of a preempted lock holder (or IPI target) it can see. Guests never see it:
+// their spin segment goes on untouched; only where the host runs the vCPU changes.
+//
+// Design (KVM flavour, arch/x86/kvm/vmx/vmx.c handle_pause() and virt/kvm/kvm_main.c
+// kvm_vcpu_on_spin(); ../shared/reference/spinlocks-and-workloads.md section 1.2, "note 1.2"):
+//  - A guest spin is one Profile::kSpin segment. PAUSEs of a spin loop (one PAUSE + one load,
+//    about 10 cycles before Skylake, note 1.1) are far closer together than ple_gap (128
+//    cycles), so the whole spin is one "loop" in the VMX sense; it exits once the guest has
+//    executed it for the vCPU's current window (in TSC cycles, converted with tsc_ghz). The
+//    count runs in guest mode only: from VM entry, i.e. after the switch-in stall
+//    (ExecParams::context_switch) or the previous exit's cost. After an exit the count
+//    restarts; a spin cut by a deschedule restarts too.
+//  - Each exit costs the spinner `exit_cost` of its pCPU (VM exit and entry, the candidate scan,
+//    yield_to's double runqueue lock), during which the guest executes nothing.
+//  - Each exit first grows that vCPU's window (grow_ple_window: x ple_window_grow, capped at
+//    ple_window_max), then scans the other vCPUs of the SAME VM round-robin, starting after
+//    the last vCPU boosted (kvm->last_boosted_vcpu + 1, wrapping), for the first one that is
+//    `ready` (Runnable: preempted, or woken and not yet run); a halted vCPU is never ready here
+//    (our kicks wake at once, so pv_unhalted vCPUs are already Runnable). It yield_to()s that
+//    target through the policy's directed yield (CFS: yield_to_task_fair sets it next buddy,
+//    the spinner skip buddy) and remembers it as last boosted.
+//  - When the vCPU is next loaded after being scheduled out, its window shrinks
+//    (vmx_vcpu_load -> shrink_ple_window; ple_window_shrink 0 resets it to ple_window).
+// Xen flavour (xen/arch/x86/hvm/vmx/vmx.c, the PAUSE exit -> vcpu_yield(); vmcs.c ple_gap /
+// ple_window): a fixed window, no growth, and an undirected yield of the spinner (credit2's
+// yield flag), since Xen has no directed yield.
+//
+// Parameters (host.ple; defaults from arch/x86/kvm/x86.h and vmx.c):
+//   enabled  false    off unless a scenario asks (existing figures stay put)
+//   gap      128      KVM_DEFAULT_PLE_GAP, cycles; 0 turns PLE off, as ple_gap=0 does in KVM
+//   window   4096     KVM_VMX_DEFAULT_PLE_WINDOW, cycles ("most spinlocks are held < 2^12 cycles")
+//   grow     2        KVM_DEFAULT_PLE_WINDOW_GROW (< window: multiply, else add; 0: reset to window)
+//   shrink   0        KVM_DEFAULT_PLE_WINDOW_SHRINK (< window: divide, else subtract; 0: reset)
+//   max      UINT_MAX KVM_VMX_DEFAULT_PLE_WINDOW_MAX, cycles
+//   exit_cost 1.5 us  note 1.3 "VM exit + entry with a light handler 0.4-1.5 us" [R]/[E]: the
+//                     upper end, since this handler scans the VM's vCPUs and locks two runqueues
+//   tsc_ghz  2.5      the conversion note 1.2 uses ("4096 cycles = 1.6 us at 2.5 GHz"); set
+//                     the modelled CPU's TSC rate (X7560: 2.26 GHz, Intel's specification)
+//   flavour  kvm      kvm | xen (the loader makes credit2 hosts xen unless told otherwise)
+//
+// Invariants (checked by the dispatcher, ple.cpp): a PLE yield targets a vCPU of the spinner's
+// own VM ("ple-same-vm"), and only a Runnable one.
+//
+// MODEL, not modelled: the user-mode filter
+// (a vCPU preempted in guest user mode is skipped by KVM; the host here cannot tell guest mode,
+// so every ready vCPU is a candidate); dy_eligible toggling (exits are instantaneous here, so no
+// other vCPU is ever inside the handler); yield_to's -ESRCH retry count (the first ready vCPU is
+// the boost; the policy may still decline, as CFS does when both runqueues hold one entity).
+// Bare-metal tasks never PLE-exit (PLE is a VMX control).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "hypervisor/ids.h"
+#include "sim/sim_time.h"
+
+namespace vcpusim::hv {
+
+enum class PleFlavour : std::uint8_t { kKvm = 0, kXen = 1 };
+
+struct PleParams {
+  bool enabled = false;
+  std::uint32_t gap = 128;        ///< cycles; 0: PLE off
+  std::uint32_t window = 4096;    ///< cycles, the base (and minimum) window
+  std::uint32_t grow = 2;
+  std::uint32_t shrink = 0;
+  std::uint32_t max = std::numeric_limits<std::uint32_t>::max();  ///< cycles
+  double tsc_ghz = 2.5;           ///< TSC cycles per ns
+  sim::Duration exit_cost = sim::ns(1500);  ///< the spinner's pCPU time per exit
+  PleFlavour flavour = PleFlavour::kKvm;
+
+  bool active() const { return enabled && gap > 0 && window > 0; }
+  /// Cycles to simulated ns at the TSC rate (at least 1 ns).
+  sim::Duration cycles_to_ns(std::uint64_t cycles) const;
+};
+
+/// Per VM, over the measured interval.
+struct PleStats {
+  std::uint64_t exits = 0;   ///< PLE exits taken by the VM's vCPUs
+  std::uint64_t yields = 0;  ///< KVM: directed yields that found a ready target; Xen: yields
+};
+
+/// KVM's window arithmetic (arch/x86/kvm/x86.h __grow_ple_window / __shrink_ple_window).
+std::uint32_t grow_ple_window(std::uint32_t val, std::uint32_t base, std::uint32_t modifier, std::uint32_t max);
+std::uint32_t shrink_ple_window(std::uint32_t val, std::uint32_t base, std::uint32_t modifier, std::uint32_t min);
+
+/// The host's PLE state: per-vCPU windows and exit generations, per-VM last boosted vCPU and
+/// counters. Host drives it (ple.cpp holds the Host glue); it holds no pointer to the host.
+class PauseLoopExiting {
+ public:
+  void init(const PleParams& p, std::uint32_t vcpus, std::uint32_t domains);
+  const PleParams& params() const { return p_; }
+  bool active() const { return p_.active(); }
+  std::uint32_t window(VcpuId v) const { return win_[v]; }
+  /// Invalidates v's pending exit and returns the new generation to arm one with.
+  std::uint64_t next_gen(VcpuId v) { return ++gen_[v]; }
+  std::uint64_t gen(VcpuId v) const { return gen_[v]; }
+  /// vmx_vcpu_load after a schedule-out: shrink (KVM) or nothing (Xen, fixed window).
+  void sched_in(VcpuId v);
+  /// handle_pause: grow (KVM) or nothing (Xen).
+  void grow(VcpuId v);
+  std::uint32_t& last_boosted(DomainId d) { return last_boosted_[d]; }
+  PleStats& stats(DomainId d) { return stats_[d]; }
+  const PleStats& stats(DomainId d) const { return stats_[d]; }
+
+ private:
+  PleParams p_;
+  std::vector<std::uint32_t> win_;
+  std::vector<std::uint64_t> gen_;
+  std::vector<std::uint32_t> last_boosted_;  ///< per domain: index within the domain
+  std::vector<PleStats> stats_;
+};
+
+}  // namespace vcpusim::hv

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// Pins pause-loop exiting (hypervisor/ple.h) as KVM does it: the window grows on each exit and
+// resets when the vCPU is loaded again (arch/x86/kvm/x86.h, vmx.c defaults); a spin exits only
+// once the guest has executed it for a whole window; and the directed yield of an exit goes only
+// to a ready vCPU of the spinner's own VM (kvm_vcpu_on_spin walks kvm->vcpu_array).
+//
+// System: one pCPU, round robin, TSC at 1 GHz (a cycle is a nanosecond), the default 2 us
+// switch-in stall and 1.5 us exit cost. Spinners are FakeGuest segments of Profile::kSpin.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "hypervisor/host.h"
+#include "hypervisor/ple.h"
+#include "test_host.h"
+
+namespace vcpusim {
+namespace {
+
+using hv::PauseLoopExiting;
+using hv::PleParams;
+using test::FakeGuest;
+using test::TestHost;
+
+constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+
+hv::HostSpec ple_host(hv::PleFlavour flavour = hv::PleFlavour::kKvm) {
+  hv::HostSpec h;
+  h.ple.enabled = true;
+  h.ple.tsc_ghz = 1.0;
+  h.ple.flavour = flavour;
+  return h;
+}
+
+TEST(PleWindow, GrowsAndShrinksAsKvm) {
+  // __grow_ple_window: a modifier below the base multiplies, at or above it adds, 0 resets.
+  EXPECT_EQ(hv::grow_ple_window(4096, 4096, 2, kU32Max), 8192u);
+  EXPECT_EQ(hv::grow_ple_window(4096, 4096, 5000, kU32Max), 9096u);
+  EXPECT_EQ(hv::grow_ple_window(16384, 4096, 0, kU32Max), 4096u);
+  EXPECT_EQ(hv::grow_ple_window(3'000'000'000u, 4096, 2, kU32Max), kU32Max);  // capped at max, in 64 bits
+  // __shrink_ple_window: divide, subtract, never below the base; 0 (KVM's default) resets.
+  EXPECT_EQ(hv::shrink_ple_window(16384, 4096, 2, 4096), 8192u);
+  EXPECT_EQ(hv::shrink_ple_window(8192, 4096, 2, 4096), 4096u);
+  EXPECT_EQ(hv::shrink_ple_window(65536, 4096, 0, 4096), 4096u);
+  EXPECT_EQ(hv::shrink_ple_window(10000, 4096, 5000, 4096), 5000u);
+}
+
+TEST(PleWindow, GrowsPerExitAndResetsOnSchedInWithKvmDefaults) {
+  PleParams p;  // gap 128, window 4096, grow 2, shrink 0, max UINT_MAX
+  PauseLoopExiting ple;
+  ple.init(p, 1, 1);
+  ple.grow(0);
+  ple.grow(0);
+  ple.grow(0);
+  EXPECT_EQ(ple.window(0), 4096u * 8);
+  ple.sched_in(0);
+  EXPECT_EQ(ple.window(0), 4096u);
+  // Xen: a fixed window.
+  p.flavour = hv::PleFlavour::kXen;
+  ple.init(p, 1, 1);
+  ple.grow(0);
+  ple.sched_in(0);
+  EXPECT_EQ(ple.window(0), 4096u);
+}
+
+// A spin of 3000 ns never reaches the 4096-cycle window: no exit.
+TEST(PleExit, NoExitForASpinShorterThanTheWindow) {
+  TestHost h(test::flat(1), ple_host());
+  auto a = h.add_fake(test::vm("a", 1));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::job(3000, 1, hv::Profile::kSpin));
+  h.fake().kick(a.vcpus[0]);
+  h.run_until(sim::ms(1));
+  EXPECT_EQ(h.host().ple_stats(a.id).exits, 0u);
+  ASSERT_EQ(h.fake().completions(a.vcpus[0]), 1u);
+  EXPECT_EQ(h.fake().done_times(a.vcpus[0])[0], 2000 + 3000);  // switch-in stall, then the spin
+}
+
+// A spin of 10 us: the window (4096 ns of guest execution, counted from VM entry after the 2 us
+// switch-in stall) runs out once, at 6096 ns; the exit costs 1.5 us, so the spin ends at
+// 2000 + 10000 + 1500 = 13500 ns, before the second exit would come (one grown window of
+// 8192 ns after re-entry at 7596 ns).
+TEST(PleExit, ExitsOnlyPastTheWindowAndGrowsIt) {
+  TestHost h(test::flat(1), ple_host());
+  auto a = h.add_fake(test::vm("a", 1));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::job(10000, 1, hv::Profile::kSpin));
+  h.fake().kick(a.vcpus[0]);
+  h.run_until(sim::ms(1));
+  EXPECT_EQ(h.host().ple_stats(a.id).exits, 1u);
+  EXPECT_EQ(h.host().ple_stats(a.id).yields, 0u);  // a 1-vCPU VM has nobody to yield to
+  EXPECT_EQ(h.host().ple_window(a.vcpus[0]), 8192u);
+  ASSERT_EQ(h.fake().completions(a.vcpus[0]), 1u);
+  EXPECT_EQ(h.fake().done_times(a.vcpus[0])[0], 13500);
+}
+
+// A spinner shares the pCPU with another VM's hog: the hog is ready at every exit but belongs to
+// another VM, so the scan finds nobody (the spinner's sibling vCPU is halted).
+TEST(PleYield, NeverToAVcpuOfAnotherVm) {
+  TestHost h(test::flat(1), ple_host());
+  auto a = h.add_fake(test::vm("a", 2));
+  auto b = h.add_fake(test::vm("b", 1));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+  h.fake().set_plan(b.vcpus[0], FakeGuest::hog());
+  h.fake().kick(a.vcpus[0]);
+  h.fake().kick(b.vcpus[0]);
+  h.run_until(sim::ms(100));
+  EXPECT_GT(h.host().ple_stats(a.id).exits, 10u);  // the window doubles on each exit while a0 keeps its pCPU
+  EXPECT_EQ(h.host().ple_stats(a.id).yields, 0u);
+}
+
+// The same, with the spinner's sibling vCPU runnable too: now exits find it and boost it.
+TEST(PleYield, ToAReadyVcpuOfTheSameVm) {
+  TestHost h(test::flat(1), ple_host());
+  auto a = h.add_fake(test::vm("a", 2));
+  auto b = h.add_fake(test::vm("b", 1));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+  h.fake().set_plan(a.vcpus[1], FakeGuest::hog());
+  h.fake().set_plan(b.vcpus[0], FakeGuest::hog());
+  for (auto v : {a.vcpus[0], a.vcpus[1], b.vcpus[0]}) h.fake().kick(v);
+  h.run_until(sim::ms(100));
+  EXPECT_GT(h.host().ple_stats(a.id).yields, 0u);
+  EXPECT_LE(h.host().ple_stats(a.id).yields, h.host().ple_stats(a.id).exits);
+  EXPECT_EQ(h.host().ple_stats(b.id).exits, 0u);  // b never spins
+}
+
+// Xen: every exit yields the spinner itself (vcpu_yield), and the window stays put.
+TEST(PleYield, XenYieldsTheSpinnerAtEveryExit) {
+  TestHost h(test::flat(1), ple_host(hv::PleFlavour::kXen));
+  auto a = h.add_fake(test::vm("a", 1));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::job(50000, 1, hv::Profile::kSpin));
+  h.fake().kick(a.vcpus[0]);
+  h.run_until(sim::ms(1));
+  const auto& st = h.host().ple_stats(a.id);
+  EXPECT_GT(st.exits, 5u);
+  EXPECT_EQ(st.yields, st.exits);
+  EXPECT_EQ(h.host().ple_window(a.vcpus[0]), 4096u);
+}
+
+}  // namespace
+}  // namespace vcpusim

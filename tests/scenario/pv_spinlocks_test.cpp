@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// Pins the PV-spinlock study (configs/reproduce/pv-spinlocks.yaml, calibration 002) at short
+// duration, as scenarios a user writes: ebizzy in 32-vCPU guests on the 32-core X7560 with HT
+// off, a CFS host with PLE, plain ticket locks (base) against PV ticket locks (patched).
+//
+// At 1x no vCPU is preempted, so a PV waiter halts only if its wait outlasts SPIN_THRESHOLD
+// loops (2^15 x 5 ns = 164 us of spinning); the lock hands over every ~10 us, so none halts and
+// both kinds run the same hand-overs: the gap must lie within the model's own run-to-run spread
+// (three seeds; 3 standard errors of the base mean as measured here, with a floor of 0.1% of
+// the mean for a model that happens to be seed-insensitive).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "app/runner.h"
+#include "app/scenario.h"
+#include "app/yaml_reader.h"
+
+namespace vcpusim {
+namespace {
+
+app::ScenarioSpec ebizzy(std::uint32_t guests, const std::string& lock) {
+  return app::load_scenario(app::YamlReader::load_string(R"(
+name: pv-ebizzy
+duration: 150ms
+warmup: 50ms
+topology: xeon-x7560-4s
+host:
+  smt: off
+  scheduler: {policy: cfs}
+  ple: {enabled: true, grow: 0, tsc_ghz: 2.26}
+vms:
+  - name: guest
+    count: )" + std::to_string(guests) + R"(
+    vcpus: 32
+    workload: {kind: ebizzy, threads: 64, lock: )" + lock + R"(}
+)", "<pv_spinlocks_test>"));
+}
+
+struct Sample {
+  std::vector<double> tp;
+  double halts = 0;
+};
+
+Sample run(std::uint32_t guests, const std::string& lock) {
+  const app::ScenarioSpec s = ebizzy(guests, lock);
+  Sample out;
+  for (std::uint32_t rep = 0; rep < 3; ++rep) {
+    const auto m = app::run_scenario(s, app::repetition_seed(1, rep)).metrics();
+    out.tp.push_back(m.at("vm.guest.throughput"));
+    out.halts += m.at("vm.guest.halts_per_s");
+  }
+  return out;
+}
+
+double mean(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return s / static_cast<double>(x.size());
+}
+
+double stderr_of(const std::vector<double>& x) {
+  const double m = mean(x);
+  double ss = 0;
+  for (double v : x) ss += (v - m) * (v - m);
+  return std::sqrt(ss / static_cast<double>(x.size() - 1) / static_cast<double>(x.size()));
+}
+
+TEST(PvSpinlocks, GapIsWithinNoiseAtOnceOvercommitOnEbizzy) {
+  const Sample base = run(1, "ticket"), pv = run(1, "pvticket");
+  EXPECT_EQ(pv.halts, 0.0);  // nobody waits 164 us for a lock that hands over every few us
+  const double tol = 3.0 * std::max(stderr_of(base.tp), 1e-3 * mean(base.tp) / 3.0);
+  EXPECT_NEAR(mean(pv.tp), mean(base.tp), tol);
+}
+
+// The published result (+21.5% at 2x, above its noise) that the model does NOT reproduce yet:
+// it gives PV ticket locks about half the base throughput at 2x (README, "PV spinlocks", the
+// analysis of the miss). Kept, disabled, as the target; run it with --gtest_also_run_disabled_tests.
+TEST(PvSpinlocks, DISABLED_PvBeatsTicketAtTwiceOvercommitOnEbizzy) {
+  const Sample base = run(2, "ticket"), pv = run(2, "pvticket");
+  EXPECT_GT(mean(pv.tp) - mean(base.tp), 3.0 * std::hypot(stderr_of(base.tp), stderr_of(pv.tp)));
+}
+
+}  // namespace
+}  // namespace vcpusim
