@@ -12,6 +12,9 @@
 //   cookie-compatible  under core scheduling, never two different cookies running on one core
 //                   at the same instant (checked after every core-wide pick, which commits
 //                   every sibling of the core at one instant; see core_sched.cpp);
+//   one-unit-per-core, unit-together  under core-granular co-scheduling (sched_unit.h), a core
+//                   runs vCPUs of one unit only, and a unit's vCPUs run exactly while it holds a
+//                   core (checked after every core decision and thread-local switch);
 //   cpu-conserved   at the end, entity run time equals pCPU busy time, and every entity's
 //                   running + runnable + blocked time equals the elapsed time.
 #pragma once
@@ -26,6 +29,7 @@
 #include "hypervisor/entity.h"
 #include "hypervisor/exec_model.h"
 #include "hypervisor/policy_api.h"
+#include "hypervisor/sched_unit.h"
 #include "hypervisor/trace_sink.h"
 #include "hypervisor/workload_api.h"
 #include "sim/event_queue.h"
@@ -39,6 +43,7 @@ struct HostSpec {
   ExecParams exec;
   sim::Duration warmup = 0;   ///< accounting restarts here; guests count results from here
   CoreSchedParams core_sched; ///< core scheduling (enabled = false: off)
+  SchedGranParams sched_gran; ///< Xen sched-gran=core units (core = false: per-vCPU scheduling)
 };
 
 struct DomainSpec {
@@ -103,7 +108,13 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// Time pCPU p spent forced idle (idle while the policy had a runnable entity for it).
   sim::Duration pcpu_forced_idle(PcpuId p) const;
   /// Time a sibling idled while an entity of domain d was refused by the core-wide pick.
+  /// Under core-granular units (sched_unit.h) both figures are the idle-in-unit time instead: a
+  /// thread held idle by a unit of d whose vCPU for it is blocked or absent.
   sim::Duration domain_forced_idle(DomainId d) const;
+  /// Core-granular units (null when scheduling is per vCPU), and the core decisions taken so
+  /// far, each a rendezvous of the core's threads.
+  const UnitView* units() const { return units_.get(); }
+  std::uint64_t rendezvous() const { return rendezvous_; }
   const CoreSchedParams& core_sched() const { return spec_.core_sched; }
   /// Number of core-wide picks (the slow path, siblings asked) so far.
   std::uint64_t core_picks() const { return core_picks_; }
@@ -184,6 +195,18 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
     if (core_sched_on() && p != kNoPcpu) ++core_task_seq_[topo_.smt_mask(p).first()];
   }
   sim::Duration busy_total(PcpuId p) const;
+  // Core-granular units (sched_unit.cpp).
+  void unit_start();
+  void unit_schedule(PcpuId m);
+  void unit_commit(PcpuId m, UnitId prev, const Pick& pick);
+  void check_unit_pick(PcpuId m, UnitId prev, const Pick& pick) const;
+  void check_units(PcpuId m) const;
+  void unit_kick(VcpuId v);
+  void unit_halt(VcpuId v);
+  void unit_run_vcpu(PcpuId t, VcpuId v);
+  void unit_idle_begin(PcpuId t, DomainId d);
+  void unit_idle_end(PcpuId t);
+  PcpuId unit_thread(PcpuId m, std::size_t slot) const { return topo_.smt_list(m)[slot]; }
   void set_runstate(Vcpu& v, Runstate s);
   [[noreturn]] void violation(const char* rule, VcpuId v, PcpuId p, const std::string& detail) const;
   // The execution model (execution.cpp).
@@ -238,6 +261,11 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<double> snap_;                  ///< per entity: naive priority at episode start
   std::vector<std::uint64_t> snap_seq_;       ///< per entity: the episode snap_ belongs to (+1)
   std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_;
+
+  // Core-granular units (sched_unit.cpp): the policy's view, null when scheduling per vCPU.
+  std::unique_ptr<UnitView> units_;
+  std::uint64_t rendezvous_ = 0;
+  std::vector<VcpuId> unit_started_;  ///< scratch: vCPUs a core decision switched in
 };
 
 }  // namespace vcpusim::hv
