@@ -110,6 +110,12 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.lock_acquisitions_per_s = static_cast<double>(ls.acquisitions) / meas_s;
     dr.lock_wait_us = ls.acquisitions ? ls.wait_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     dr.lock_hold_us = ls.acquisitions ? ls.hold_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
+    if (spec.host.core_sched.enabled || spec.host.sched_gran.core) {
+      const double fi = static_cast<double>(host.domain_forced_idle(d.id));
+      dr.has_forced_idle = true;
+      dr.forced_idle_s = fi / 1e9;
+      dr.forced_idle_pct = 100.0 * fi / (n * meas);
+    }
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -140,6 +146,10 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "lock_acquisitions_per_s"] = d.lock_acquisitions_per_s;
       m[p + "lock_wait_us"] = d.lock_wait_us;
       m[p + "lock_hold_us"] = d.lock_hold_us;
+    }
+    if (d.has_forced_idle) {
+      m[p + "forced_idle_s"] = d.forced_idle_s;
+      m[p + "forced_idle_pct"] = d.forced_idle_pct;
     }
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];

@@ -35,6 +35,13 @@ struct DomainResult {
   double lock_acquisitions_per_s = 0;
   double lock_wait_us = 0;      ///< mean wait per acquisition
   double lock_hold_us = 0;      ///< mean hold per acquisition
+  // Core scheduling (cookie) or Xen units (core), over the measured interval; in metrics() only
+  // if has_forced_idle. Cookie: time a sibling idled while this domain's entity was refused by
+  // the core-wide pick (forced idle). Core: time a thread idled inside this domain's running
+  // units (a blocked or absent vCPU's slot), the analogue.
+  bool has_forced_idle = false;
+  double forced_idle_s = 0;     ///< seconds
+  double forced_idle_pct = 0;   ///< over (entities x measured), in %
 };
 
 struct RunTiming {
