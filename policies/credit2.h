@@ -212,6 +212,7 @@ class Credit2 final : public hv::SchedulerPolicy {
   bool runnable(hv::VcpuId v) const;
   bool has_soft(hv::VcpuId v) const { return has_soft_[v]; }
   topo::CpuSet soft_step_mask(hv::VcpuId v) const;
+  topo::CpuSet cookie_matched(hv::VcpuId v, topo::CpuSet m) const;
   Decision runq_candidate(hv::PcpuId p, hv::VcpuId scurr, sim::Time now, const hv::PickFilter& f);
   sim::Duration runtime(hv::PcpuId p, const Decision& d, sim::Time now) const;
   void context_saved(hv::VcpuId v, sim::Time now);

@@ -142,9 +142,18 @@ PcpuId Credit2::res_pick(VcpuId v) {
   return r.pick_bias;
 }
 
-// unit_is_migrateable(): not already moving, and allowed somewhere in rq.
+// unit_is_migrateable(): not already moving, and allowed somewhere in rq. Core scheduling with a
+// cookie-aware balance mode adds: some allowed pCPU of rq has a core that v's cookie may join
+// (HypervisorView::balance_cookie_match), as Linux's sched_group_cookie_match asks of a group.
+// MODEL: credit2 moves vCPUs between runqueues, not onto pCPUs, so the refusal (RFC v5
+// can_migrate_task) is per runqueue; credit2 keeps no nr_balance_failed, so mainline's
+// overridable cache-hot mode refuses the same way.
 bool Credit2::migrateable(VcpuId v, std::uint32_t rq) const {
-  return !vs_[v].migrate_request && (hv_->vcpu(v).hard & hv_->usable_pcpus()).intersects(rqs_[rq].active);
+  if (vs_[v].migrate_request) return false;
+  const topo::CpuSet allowed = hv_->vcpu(v).hard & hv_->usable_pcpus() & rqs_[rq].active;
+  for (PcpuId p = allowed.first(); p != topo::CpuSet::kNone; p = allowed.next(p + 1))
+    if (hv_->balance_cookie_match(p, v)) return true;  // at once when core scheduling is off
+  return false;
 }
 
 // migrate(): a scheduled vCPU gets a request and moves when its pCPU switches it out; any other
