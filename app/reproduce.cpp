@@ -130,6 +130,27 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
     err += std::fabs(model_change - pub_change);
   }
   if (res.direction_total) res.mae_pp = err / static_cast<double>(res.direction_total);
+  // Ordering of rows within each column (in published-cell order of first appearance).
+  for (const CellResult& c : res.cells) {
+    auto it = std::find_if(res.order_by_column.begin(), res.order_by_column.end(),
+                           [&](const auto& e) { return e.first == c.pub.column; });
+    if (it == res.order_by_column.end()) res.order_by_column.push_back({c.pub.column, {0, 0}});
+  }
+  for (auto& [col, counts] : res.order_by_column) {
+    for (std::size_t i = 0; i < res.cells.size(); ++i)
+      for (std::size_t j = i + 1; j < res.cells.size(); ++j) {
+        const CellResult& a = res.cells[i];
+        const CellResult& b = res.cells[j];
+        if (a.pub.column != col || b.pub.column != col || a.samples == 0 || b.samples == 0) continue;
+        const double gap = a.pub.value - b.pub.value;
+        const double noise = std::max(a.pub.stddev, 0.0) + std::max(b.pub.stddev, 0.0);
+        if (gap == 0 || std::fabs(gap) <= noise) continue;  // not an ordering the publication resolves
+        ++counts.second;
+        if ((gap > 0 && a.model > b.model) || (gap < 0 && a.model < b.model)) ++counts.first;  // a model tie disagrees
+      }
+    res.order_total += counts.second;
+    res.order_agree += counts.first;
+  }
   return res;
 }
 
@@ -160,6 +181,13 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
              res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
              !r.baseline_row.empty() ? "row " + r.baseline_row : "column " + r.baseline_column, res.direction_agree,
              res.direction_total, res.mae_pp);
+  if (res.order_total) {
+    fmt::print(os, "ordering of the rows within each column (pairs the publication resolves beyond both stddevs): "
+                   "{}/{} as published", res.order_agree, res.order_total);
+    for (const auto& [col, counts] : res.order_by_column)
+      if (counts.second) fmt::print(os, "; {} {}/{}", col.empty() ? "-" : col, counts.first, counts.second);
+    os << "\n";
+  }
 }
 
 nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res) {
@@ -184,7 +212,9 @@ nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult
                   {"mean_abs_diff_pct", res.mean_abs_diff},
                   {"direction_agree", res.direction_agree},
                   {"direction_total", res.direction_total},
-                  {"mae_pp", res.mae_pp}};
+                  {"mae_pp", res.mae_pp},
+                  {"order_agree", res.order_agree},
+                  {"order_total", res.order_total}};
   return j;
 }
 

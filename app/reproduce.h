@@ -62,6 +62,11 @@ struct ReproductionResult {
   std::size_t direction_total = 0, direction_agree = 0;
   double mae_pp = 0;          ///< mean |model % change - published % change|, in points
   double mean_abs_diff = 0;   ///< mean |diff_pct| over cells
+  /// The published ordering of the rows within each column: over every pair of rows of one
+  /// column with model data, whether the model orders them as the publication does (a pair the
+  /// publication ties, or whose difference is within both published stddevs, is skipped).
+  std::size_t order_total = 0, order_agree = 0;
+  std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> order_by_column;  ///< column -> (agree, total)
 };
 
 ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records);

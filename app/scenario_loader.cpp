@@ -497,12 +497,14 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     const YamlReader list = root.at(key);
     list.require_sequence();
     for (std::size_t i = 0; i < list.size(); ++i) {
+      // Read before read_group: `has("cookie")` on this node answered false once read_group had
+      // walked it, and every group's `cookie:` override was silently lost.
+      cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
                                s.host.core_sched.enabled);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
       if (s.host.sched_gran.core) check_unit_affinity(list.at(i), g, topology);
       entities += g.count * g.vcpus;
-      cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       s.groups.push_back(std::move(g));
     }
   }
