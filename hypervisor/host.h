@@ -265,7 +265,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   // Core-granular units (sched_unit.cpp): the policy's view, null when scheduling per vCPU.
   std::unique_ptr<UnitView> units_;
   std::uint64_t rendezvous_ = 0;
-  std::vector<VcpuId> unit_started_;  ///< scratch: vCPUs a core decision switched in
+  std::vector<VcpuId> unit_started_;    ///< scratch: vCPUs a core decision switched in
+  std::vector<VcpuId> unit_preempted_;  ///< scratch: vCPUs it switched out while runnable
 };
 
 }  // namespace vcpusim::hv

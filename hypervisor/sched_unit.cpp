@@ -127,6 +127,7 @@ void Host::unit_start() {
     }
   }
   unit_started_.reserve(g);
+  unit_preempted_.reserve(g);
   policy_->attach(SchedContext{*units_, *units_, policy_rng_});
   for (UnitId u = 0; u < units_->num_units(); ++u) policy_->insert_vcpu(u);
 }
@@ -207,6 +208,7 @@ void Host::unit_commit(PcpuId m, UnitId prev, const Pick& pick) {
   const sim::Duration rdv = spec_.sched_gran.rendezvous;
   const auto& threads = topo_.smt_list(m);
   unit_started_.clear();
+  unit_preempted_.clear();
   if (next != prev) {
     if (prev != kIdle) {
       const SchedUnit& pu = units_->unit(prev);
@@ -218,7 +220,7 @@ void Host::unit_commit(PcpuId m, UnitId prev, const Pick& pick) {
         set_runstate(vcpus_[w], Runstate::kRunnable);
         switch_out(threads[i], w);
         if (trace_) trace_->instant("preempt", w, threads[i], now_);
-        guests_[vcpus_[w].domain]->on_vcpu_preempted(w);
+        unit_preempted_.push_back(w);
       }
       units_->set_state(prev, Runstate::kRunnable);
       units_->set_running(prev, kNoPcpu);
@@ -263,7 +265,9 @@ void Host::unit_commit(PcpuId m, UnitId prev, const Pick& pick) {
   }
   check_units(m);
 
-  // Work and guest notifications last: a guest may halt a vCPU from on_vcpu_scheduled.
+  // Work and guest notifications last, on a consistent core: a guest may halt or kick a vCPU
+  // from on_vcpu_scheduled or on_vcpu_preempted.
+  for (VcpuId w : unit_preempted_) guests_[vcpus_[w].domain]->on_vcpu_preempted(w);
   for (VcpuId w : unit_started_) {
     Vcpu& v = vcpus_[w];
     if (v.work.active) {
