@@ -187,8 +187,8 @@ void Host::unit_idle_end(PcpuId t) {
   pc.forced_idle = false;
 }
 
-// Puts v (Runnable) on thread t of its unit's core: the context switch, and then the guest's
-// notification or the re-timing of its kept work (after the caller's state is consistent).
+// Puts v (Runnable) on thread t of its unit's core, ending t's idle-in-unit episode. The caller
+// re-times v's kept work or notifies its guest once the core's state is consistent.
 void Host::unit_run_vcpu(PcpuId t, VcpuId v) {
   unit_idle_end(t);
   switch_in(t, v);
