@@ -146,7 +146,11 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
         const double noise = std::max(a.pub.stddev, 0.0) + std::max(b.pub.stddev, 0.0);
         if (gap == 0 || std::fabs(gap) <= noise) continue;  // not an ordering the publication resolves
         ++counts.second;
-        if ((gap > 0 && a.model > b.model) || (gap < 0 && a.model < b.model)) ++counts.first;  // a model tie disagrees
+        // The model must resolve the pair too: a gap within its own run-to-run spread is a tie,
+        // and a tie disagrees.
+        const double mgap = a.model - b.model;
+        const double mnoise = (std::isnan(a.model_stddev) ? 0.0 : a.model_stddev) + (std::isnan(b.model_stddev) ? 0.0 : b.model_stddev);
+        if (std::fabs(mgap) > mnoise && (gap > 0) == (mgap > 0)) ++counts.first;
       }
     res.order_total += counts.second;
     res.order_agree += counts.first;
