@@ -497,8 +497,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     const YamlReader list = root.at(key);
     list.require_sequence();
     for (std::size_t i = 0; i < list.size(); ++i) {
-      // Read before read_group: `has("cookie")` on this node answered false once read_group had
-      // walked it, and every group's `cookie:` override was silently lost.
+      // (A YamlReader assignment in read_group once overwrote this node; yaml_reader.h.)
       cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
                                s.host.core_sched.enabled);

@@ -140,4 +140,15 @@ TEST(CoreSchedulingLoader, CoreBadValuesNameTheirLineAndField) {
   EXPECT_NO_THROW(load(scenario("  core_scheduling: core\n", "desktop-4c8t", ", affinity: {hard: 'cpus:[0]'}")));
 }
 
+// Keys after an `affinity: {hard: ...}` are read: a reader assignment once overwrote the VM's
+// mapping with its hard-affinity text, so `memory:` and `cookie:` behind it were lost.
+TEST(CoreSchedulingLoader, KeysAfterAHardAffinityAreRead) {
+  const ScenarioSpec s = load(
+      "topology: xeon-x5570-2s\nhost:\n  core_scheduling: cookie\nvms:\n"
+      "  - {name: a, vcpus: 1, affinity: {hard: 'cpus:[0]'}, memory: {placement: node:1}, cookie: 5, "
+      "workload: {kind: sysbench-cpu}}\n");
+  EXPECT_DOUBLE_EQ(s.groups[0].instances[0].memory_on_node[1], 1.0);
+  EXPECT_EQ(s.groups[0].instances[0].cookie, 5u);
+}
+
 }  // namespace vcpusim::app
