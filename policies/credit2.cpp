@@ -113,7 +113,7 @@
 // - MODEL: PickFilter (core scheduling's cookie match) is applied like hard affinity, to the
 //   current vCPU and to every runq candidate; upstream credit2 has no such filter. With the
 //   cookie-aware switches on, runq_tickle's idle-thread scan and balance_load's moves consult
-//   HypervisorView::wake_cookie_match / balance_cookie_match (cookie_matched, migrateable).
+//   HypervisorView::wake_cookie_match / balance_cookie_match (runq_tickle, balance_load).
 //
 // References
 // ----------
@@ -444,18 +444,6 @@ void Credit2::tickle_cpu(PcpuId p) {
   act_->tickle(p);
 }
 
-// Core scheduling, cookie-aware wake-up (Aubrey Li's select_idle_cpu check, which the reference
-// places in the idle-CPU scan only): the pCPUs of `m` whose core HypervisorView::wake_cookie_match
-// accepts for v. Not a Xen function: upstream credit2 has no cookies. MODEL: it is applied to
-// runq_tickle's scan of idle threads, credit2's counterpart of that scan; the exclusive-pin and
-// busy-pCPU steps stay cookie-blind, as Linux's prev/target shortcuts do.
-topo::CpuSet Credit2::cookie_matched(VcpuId v, topo::CpuSet m) const {
-  m.for_each([&](PcpuId p) {
-    if (!hv_->wake_cookie_match(p, v)) m.reset(p);
-  });
-  return m;
-}
-
 PcpuId Credit2::cycle_from(PcpuId from, const topo::CpuSet& mask) const {
   // cpumask_cycle(): the next member after `from`, wrapping around.
   const PcpuId n = mask.next(from + 1);
@@ -504,10 +492,20 @@ void Credit2::runq_tickle(VcpuId v, sim::Time now) {
     for (int step = 0; step < 2 && ipid == kNoPcpu; ++step) {
       if (step == 0 && !has_soft(v)) continue;
       const topo::CpuSet aff = (step == 0 ? soft_step_mask(v) : e.hard) & online;
-      // A wholly idle core matches any cookie (Linux sched_core_cookie_match); an idle thread
-      // beside a busy sibling only if the sibling runs v's cookie, when cookie-aware wake-up is on.
+      // Core scheduling, cookie-aware wake-up (Aubrey Li's check, which the reference places in
+      // select_idle_cpu's scan only; not in Xen, whose credit2 has no cookies): a wholly idle core
+      // matches any cookie (Linux sched_core_cookie_match); an idle thread beside a busy sibling
+      // only if HypervisorView::wake_cookie_match accepts it. MODEL: applied to this scan of idle
+      // threads, credit2's counterpart; the exclusive-pin and busy-pCPU steps stay cookie-blind,
+      // as Linux's prev/target shortcuts do.
       ipid = test_or_cycle(smt_idle_ & aff);
-      if (ipid == kNoPcpu) ipid = test_or_cycle(cookie_matched(v, (idle_ - tickled_) & aff));
+      if (ipid == kNoPcpu) {
+        // The choice test_or_cycle would make, skipping threads whose core runs another cookie
+        // (one query per wake-up when core scheduling is off).
+        topo::CpuSet idle = (idle_ - tickled_) & aff;
+        for (ipid = test_or_cycle(idle); ipid != kNoPcpu && !hv_->wake_cookie_match(ipid, v); ipid = test_or_cycle(idle))
+          idle.reset(ipid);
+      }
     }
     if (ipid == kNoPcpu) {
       // Busy pCPUs: the best tickle_score > 0; v's own pCPU first, taken at once if it wins

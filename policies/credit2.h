@@ -212,7 +212,6 @@ class Credit2 final : public hv::SchedulerPolicy {
   bool runnable(hv::VcpuId v) const;
   bool has_soft(hv::VcpuId v) const { return has_soft_[v]; }
   topo::CpuSet soft_step_mask(hv::VcpuId v) const;
-  topo::CpuSet cookie_matched(hv::VcpuId v, topo::CpuSet m) const;
   Decision runq_candidate(hv::PcpuId p, hv::VcpuId scurr, sim::Time now, const hv::PickFilter& f);
   sim::Duration runtime(hv::PcpuId p, const Decision& d, sim::Time now) const;
   void context_saved(hv::VcpuId v, sim::Time now);
@@ -229,6 +228,7 @@ class Credit2 final : public hv::SchedulerPolicy {
   void balance_load(hv::PcpuId p, sim::Time now);
   void migrate(hv::VcpuId v, std::uint32_t trq, sim::Time now);
   bool migrateable(hv::VcpuId v, std::uint32_t rq) const;
+  bool cookie_may_move(hv::VcpuId v, std::uint32_t rq) const;
   hv::PcpuId cycle_from(hv::PcpuId from, const topo::CpuSet& mask) const;
 
   Config cfg_;
