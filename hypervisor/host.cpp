@@ -92,6 +92,8 @@ void Host::start() {
   started_ = true;
   // sched-gran=core needs more than one usable thread per core; otherwise Xen falls back to
   // per-CPU granularity (cpupool_gran_init), and so does this.
+  if (spec_.sched_gran.core && spec_.core_sched.enabled)
+    throw std::invalid_argument("core scheduling by cookie and by core-granular units exclude each other");
   if (spec_.sched_gran.core && spec_.smt && topo_.threads_per_core() > 1) {
     unit_start();  // sched_unit.cpp: the policy is attached to the units' view
   } else {
