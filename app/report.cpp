@@ -34,12 +34,16 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
              sim::to_seconds(spec.duration), sim::to_seconds(spec.warmup), spec.seed, runs.size(),
              runs.size() == 1 ? "" : "s");
   const bool reps = runs.size() > 1;
+  // Core scheduling: forced idle (cookie) or idle-in-unit (Xen units) per domain, two columns.
+  const bool fi = !runs[0].domains.empty() && runs[0].domains[0].has_forced_idle;
+  const char* fi_name = spec.host.sched_gran.core ? "unit-idle" : "f-idle";
+  const std::string fi_head = fi ? fmt::format(" {:>10} {:>10}", std::string(fi_name) + " s", std::string(fi_name) + "%") : "";
   if (reps)
-    fmt::print(os, "{:<14} {:>10} {:>13} {:>13} {:>10} {:>7} {:>8} {:>9} {:>9} {:>8}\n", "domain", "unit", "mean",
-               "hmean", "stddev", "vCPUs", "CPU", "steal%", "migr/s", "remote%");
+    fmt::print(os, "{:<14} {:>10} {:>13} {:>13} {:>10} {:>7} {:>8} {:>9} {:>9} {:>8}{}\n", "domain", "unit", "mean",
+               "hmean", "stddev", "vCPUs", "CPU", "steal%", "migr/s", "remote%", fi_head);
   else
-    fmt::print(os, "{:<14} {:>10} {:>13} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8}\n", "domain", "unit", "throughput",
-               "vCPUs", "CPU", "steal%", "blocked%", "migr/s", "remote%");
+    fmt::print(os, "{:<14} {:>10} {:>13} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8}{}\n", "domain", "unit", "throughput",
+               "vCPUs", "CPU", "steal%", "blocked%", "migr/s", "remote%", fi_head);
   std::size_t d = 0;
   for (const GroupSpec& g : spec.groups)
     for (const hv::DomainSpec& inst : g.instances) {
@@ -50,14 +54,18 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
       const Summary mg = summarize(column(runs, d, &DomainResult::migrations_per_s));
       const Summary rm = summarize(column(runs, d, &DomainResult::remote_memory));
       const std::string label = (g.bare_metal ? "[bm] " : "") + inst.name;
+      const std::string fi_cells =
+          fi ? fmt::format(" {:>10.3f} {:>10.2f}", summarize(column(runs, d, &DomainResult::forced_idle_s)).amean,
+                           summarize(column(runs, d, &DomainResult::forced_idle_pct)).amean)
+             : "";
       if (reps)
-        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>13.2f} {:>10.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.1f} {:>8.1f}\n", label,
+        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>13.2f} {:>10.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.1f} {:>8.1f}{}\n", label,
                    runs[0].domains[d].unit, tp.amean, tp.hmean, tp.stddev, inst.vcpus, cpu.amean, st.amean, mg.amean,
-                   100.0 * rm.amean);
+                   100.0 * rm.amean, fi_cells);
       else
-        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.1f} {:>8.1f}\n", label,
+        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.1f} {:>8.1f}{}\n", label,
                    runs[0].domains[d].unit, tp.amean, inst.vcpus, cpu.amean, st.amean, bl.amean, mg.amean,
-                   100.0 * rm.amean);
+                   100.0 * rm.amean, fi_cells);
       ++d;
     }
   double events = 0, util = 0, wall = 0;
@@ -69,6 +77,12 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
   const double sim_s = sim::to_seconds(spec.duration) * static_cast<double>(runs.size());
   fmt::print(os, "\nCPU = pCPUs' worth of running time; steal% = runnable-but-waiting time per vCPU;\n"
                  "remote% = share of running time spent off the node(s) holding the domain's memory.\n");
+  if (fi && spec.host.sched_gran.core)
+    fmt::print(os, "unit-idle = time threads idled inside the domain's running units (a blocked or absent vCPU's\n"
+                   "slot, sched-gran=core); % of the domain's vCPUs' time.\n");
+  else if (fi)
+    fmt::print(os, "f-idle = forced idle: time a sibling idled while the domain's entity was refused by the\n"
+                   "core-wide pick (core scheduling); % of the domain's vCPUs' time.\n");
   fmt::print(os, "run: {} events{}, host utilisation {:.1f}%\n", human(events), reps ? " in all" : "",
              100.0 * util / static_cast<double>(runs.size()));
   fmt::print(os, "timing: wall {:.3f} s, {} events/s, simulated/wall {:.1f}x\n", wall,
@@ -116,12 +130,12 @@ nlohmann::json to_json(const ScenarioSpec& spec, const std::vector<RunResult>& r
 }
 
 void write_csv(std::ostream& os, const std::vector<RunResult>& runs) {
-  os << "repetition,seed,domain,group,bare_metal,unit,throughput,cpu,steal_pct,blocked_pct,migrations_per_s,switches_per_s,remote_memory\n";
+  os << "repetition,seed,domain,group,bare_metal,unit,throughput,cpu,steal_pct,blocked_pct,migrations_per_s,switches_per_s,remote_memory,forced_idle_pct\n";
   for (std::size_t i = 0; i < runs.size(); ++i)
     for (const auto& d : runs[i].domains)
-      fmt::print(os, "{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", i, runs[i].seed, d.name, d.group,
+      fmt::print(os, "{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", i, runs[i].seed, d.name, d.group,
                  d.bare_metal ? 1 : 0, d.unit, d.throughput, d.cpu, d.steal_pct, d.blocked_pct, d.migrations_per_s,
-                 d.switches_per_s, d.remote_memory);
+                 d.switches_per_s, d.remote_memory, d.forced_idle_pct);
 }
 
 }  // namespace vcpusim::app

@@ -183,6 +183,31 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
     ++res.significant;
     if (base->samples && other->samples && (other->model - base->model > 0) == (change > 0)) ++res.significant_agree;
   }
+  // Ordering of rows within each column (in published-cell order of first appearance).
+  for (const CellResult& c : res.cells) {
+    auto it = std::find_if(res.order_by_column.begin(), res.order_by_column.end(),
+                           [&](const auto& e) { return e.first == c.pub.column; });
+    if (it == res.order_by_column.end()) res.order_by_column.push_back({c.pub.column, {0, 0}});
+  }
+  for (auto& [col, counts] : res.order_by_column) {
+    for (std::size_t i = 0; i < res.cells.size(); ++i)
+      for (std::size_t j = i + 1; j < res.cells.size(); ++j) {
+        const CellResult& a = res.cells[i];
+        const CellResult& b = res.cells[j];
+        if (a.pub.column != col || b.pub.column != col || a.samples == 0 || b.samples == 0) continue;
+        const double gap = a.pub.value - b.pub.value;
+        const double noise = std::max(a.pub.stddev, 0.0) + std::max(b.pub.stddev, 0.0);
+        if (gap == 0 || std::fabs(gap) <= noise) continue;  // not an ordering the publication resolves
+        ++counts.second;
+        // The model must resolve the pair too: a gap within its own run-to-run spread is a tie,
+        // and a tie disagrees.
+        const double mgap = a.model - b.model;
+        const double mnoise = (std::isnan(a.model_stddev) ? 0.0 : a.model_stddev) + (std::isnan(b.model_stddev) ? 0.0 : b.model_stddev);
+        if (std::fabs(mgap) > mnoise && (gap > 0) == (mgap > 0)) ++counts.first;
+      }
+    res.order_total += counts.second;
+    res.order_agree += counts.first;
+  }
   return res;
 }
 
@@ -244,6 +269,13 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
   if (!pairs.empty())
     fmt::print(os, "published changes above their noise: {}; the model's sign agrees in {}\n", res.significant,
                res.significant_agree);
+  if (res.order_total) {
+    fmt::print(os, "ordering of the rows within each column (pairs the publication resolves beyond both stddevs): "
+                   "{}/{} as published", res.order_agree, res.order_total);
+    for (const auto& [col, counts] : res.order_by_column)
+      if (counts.second) fmt::print(os, "; {} {}/{}", col.empty() ? "-" : col, counts.first, counts.second);
+    os << "\n";
+  }
 }
 
 nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res) {
@@ -275,7 +307,9 @@ nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult
                   {"direction_total", res.direction_total},
                   {"mae_pp", res.mae_pp},
                   {"significant_changes", res.significant},
-                  {"significant_sign_agree", res.significant_agree}};
+                  {"significant_sign_agree", res.significant_agree},
+                  {"order_agree", res.order_agree},
+                  {"order_total", res.order_total}};
   return j;
 }
 

@@ -74,6 +74,12 @@ struct ReproductionResult {
   /// Two-column tables: rows whose published change exceeds its noise, and how many of those
   /// the model gets the sign of.
   std::size_t significant = 0, significant_agree = 0;
+  /// The published ordering of the rows within each column: over every pair of rows of one
+  /// column with model data, whether the model orders them as the publication does (a pair the
+  /// publication ties, or whose difference is within both published stddevs, is skipped; a pair
+  /// the model separates by no more than both its stddevs counts as a tie, which disagrees).
+  std::size_t order_total = 0, order_agree = 0;
+  std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> order_by_column;  ///< column -> (agree, total)
 };
 
 /// Two-column tables with a baseline column: (baseline cell, other cell) per row; else empty.

@@ -121,6 +121,12 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.ipi_stalls_per_s = static_cast<double>(is.stalls) / meas_s;
     dr.ipi_spin_pct = run > 0 ? 100.0 * is.spin_ns / run : 0.0;
     dr.ipi_wait_us = is.sent ? is.wait_ns / 1e3 / static_cast<double>(is.sent) : 0.0;
+    if (spec.host.core_sched.enabled || spec.host.sched_gran.core) {
+      const double fi = static_cast<double>(host.domain_forced_idle(d.id));
+      dr.has_forced_idle = true;
+      dr.forced_idle_s = fi / 1e9;
+      dr.forced_idle_pct = 100.0 * fi / (n * meas);
+    }
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -162,6 +168,10 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "ipi_stalls_per_s"] = d.ipi_stalls_per_s;
       m[p + "ipi_spin_pct"] = d.ipi_spin_pct;
       m[p + "ipi_wait_us"] = d.ipi_wait_us;
+    }
+    if (d.has_forced_idle) {
+      m[p + "forced_idle_s"] = d.forced_idle_s;
+      m[p + "forced_idle_pct"] = d.forced_idle_pct;
     }
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];

@@ -50,6 +50,13 @@ struct DomainResult {
   double ipi_stalls_per_s = 0;  ///< calls that found a target vCPU off its pCPU
   double ipi_spin_pct = 0;      ///< CPU time senders burned waiting, over the domain's running time
   double ipi_wait_us = 0;       ///< mean wall time from send to the last acknowledgement
+  // Core scheduling (cookie) or Xen units (core), over the measured interval; in metrics() only
+  // if has_forced_idle. Cookie: time a sibling idled while this domain's entity was refused by
+  // the core-wide pick (forced idle). Core: time a thread idled inside this domain's running
+  // units (a blocked or absent vCPU's slot), the analogue.
+  bool has_forced_idle = false;
+  double forced_idle_s = 0;     ///< seconds
+  double forced_idle_pct = 0;   ///< over (entities x measured), in %
 };
 
 struct RunTiming {

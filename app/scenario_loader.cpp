@@ -408,6 +408,39 @@ std::vector<std::uint32_t> bare_metal_processes(const GroupSpec& g) {
   return several ? procs : std::vector<std::uint32_t>{};
 }
 
+// host.core_scheduling: core (Xen sched-gran=core): needs SMT (Xen's cpupool_gran_init falls
+// back to per-CPU scheduling without it; here that is an error, so the file says what runs), and
+// host.sched_gran holds the rendezvous cost.
+void read_sched_gran(const YamlReader& h, const topo::Topology& t, hv::HostSpec& host) {
+  if (!host.smt) h.at("core_scheduling").fail("'core' needs host.smt: on (with one thread per core Xen falls back to sched-gran=cpu)");
+  if (t.threads_per_core() < 2)
+    h.at("core_scheduling").fail("'core' needs a topology with SMT (this one has one thread per core; Xen falls back to sched-gran=cpu)");
+  host.sched_gran.core = true;
+  if (!h.has("sched_gran")) return;
+  const YamlReader g = h.at("sched_gran");
+  only_keys(g, {"rendezvous"});
+  host.sched_gran.rendezvous = g.get_duration("rendezvous", host.sched_gran.rendezvous, 0, sim::ms(1));
+}
+
+// At sched-gran=core a unit's affinity is read at the cores' first threads
+// (cpupool_domain_master_cpumask): each unit's vCPUs must share one in their hard affinities.
+void check_unit_affinity(const YamlReader& r, const GroupSpec& g, const topo::Topology& t) {
+  const std::uint32_t gran = t.threads_per_core();
+  for (const hv::DomainSpec& d : g.instances)
+    for (std::uint32_t first = 0; first < d.vcpus; first += gran) {
+      topo::CpuSet m;
+      for (topo::ThreadId c = 0; c < t.num_threads(); ++c)
+        if (t.smt_mask(c).first() == c) m.set(c);
+      for (std::uint32_t i = first; i < std::min(d.vcpus, first + gran); ++i) m &= d.hard[i];
+      if (m.empty())
+        (r.has("affinity") ? r.at("affinity") : r)
+            .fail("at core_scheduling: core, vCPUs " + std::to_string(first) + "-" +
+                  std::to_string(std::min(d.vcpus, first + gran) - 1) + " of " + d.name +
+                  " form one unit and their hard affinities share no core's first thread (Xen reads affinity there, "
+                  "and one names the whole core)");
+    }
+}
+
 // Cookies under core scheduling: per-vm (each VM its own, from 1; bare-metal groups one per
 // instance too, or one per process of a multi-process workload), per-task (each bare-metal task its own as well), none (all 0); a group's
 // `cookie:` (0 = untagged) overrides it for every instance and task of the group.
@@ -463,11 +496,14 @@ ScenarioSpec load_scenario(const YamlReader& root) {
 
   if (root.has("host")) {
     const YamlReader h = root.at("host");
-    only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "context_switch", "migration", "smt_interference",
-                  "ple"});
+    only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "sched_gran", "context_switch", "migration",
+                  "smt_interference", "ple"});
     s.host.smt = h.get_bool("smt", true);
-    if (h.get_enum("core_scheduling", "none", {"none", "cookie"}) == "cookie") read_core_sched(h, s.host.core_sched);
+    const std::string gran = h.get_enum("core_scheduling", "none", {"none", "cookie", "core"});
+    if (gran == "cookie") read_core_sched(h, s.host.core_sched);
     else if (h.has("core_sched")) h.at("core_sched").fail("host.core_sched needs host.core_scheduling: cookie");
+    if (gran == "core") read_sched_gran(h, topology, s.host);
+    else if (h.has("sched_gran")) h.at("sched_gran").fail("host.sched_gran needs host.core_scheduling: core");
     read_exec(h, s.host.exec);
     if (h.has("scheduler")) {
       const YamlReader sch = h.at("scheduler");
@@ -486,6 +522,11 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       s.policy_params = read_params(sch, info->params);
     }
     read_ple(h, s.policy, s.host.ple);
+    // sched-gran=core is Xen's (core.c, any Xen scheduler); a KVM host's CFS has no such mode:
+    // Linux closes the SMT channel with cookies (core_scheduling: cookie) or nosmt.
+    if (s.host.sched_gran.core && s.policy == "cfs")
+      h.at("core_scheduling").fail("'core' is Xen's sched-gran=core and needs a Xen-style policy (credit2, rr); "
+                                   "under cfs (a KVM host) use core_scheduling: cookie");
   }
   if (root.has("guest")) {
     const YamlReader g = root.at("guest");
@@ -506,11 +547,13 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     const YamlReader list = root.at(key);
     list.require_sequence();
     for (std::size_t i = 0; i < list.size(); ++i) {
+      // (A YamlReader assignment in read_group once overwrote this node; yaml_reader.h.)
+      cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
                                s.host.core_sched.enabled);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
+      if (s.host.sched_gran.core) check_unit_affinity(list.at(i), g, topology);
       entities += g.count * g.vcpus;
-      cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       s.groups.push_back(std::move(g));
     }
   }

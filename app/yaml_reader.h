@@ -28,6 +28,19 @@ class YamlReader {
 
   YamlReader(YAML::Node node, std::string file, std::string path)
       : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
+  /// A reader is a view of one node: assigning one reader to another rebinds it. (YAML::Node's
+  /// own operator= writes the other node's content INTO the viewed node, in the document: the
+  /// loader's `hard_at = a.at("hard")` once turned a VM's whole mapping into its hard-affinity
+  /// text, and every key read from that VM afterwards, such as `cookie:` or `memory:`, vanished.)
+  YamlReader(const YamlReader&) = default;
+  YamlReader& operator=(const YamlReader& o) {
+    if (this != &o) {
+      node_.reset(o.node_);
+      file_ = o.file_;
+      path_ = o.path_;
+    }
+    return *this;
+  }
 
   const YAML::Node& node() const { return node_; }
   const std::string& file() const { return file_; }

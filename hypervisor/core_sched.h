@@ -76,7 +76,8 @@ struct CoreSchedParams {
               ///< outright (HypervisorView::balance_cookie_match answers false).
     kHot,     ///< mainline task_hot: a mismatch counts as cache-hot (overridable after failed
               ///< balances, ignored between SMT siblings). balance_cookie_match answers false;
-              ///< a policy modelling nr_balance_failed may override it (TODO in credit2/cfs).
+              ///< a policy modelling nr_balance_failed may override it (credit2 keeps
+              ///< no such count and refuses, per runqueue: credit2_load.cpp migrateable).
   };
   Balance balance = Balance::kBlind;
 

@@ -42,6 +42,10 @@ void Host::schedule(PcpuId p) {
     core_schedule(p);  // core_sched.cpp: the core-wide pick, commits every sibling
     return;
   }
+  if (units_) {
+    unit_schedule(topo_.smt_mask(p).first());  // sched_unit.cpp: one decision for the whole core
+    return;
+  }
   const VcpuId prev = pc.curr;
   const PickFilter filter{};
   const Pick pick = policy_->pick_next(p, now_, filter);
@@ -112,7 +116,7 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
   if (trace_) trace_->run_end(p, prev, now_);
   pc.curr = kIdle;
   idle_.set(p);
-  policy_->put_prev(p, prev, now_);
+  if (!units_) policy_->put_prev(p, prev, now_);  // units: the policy is told per unit (sched_unit.cpp)
   retime_siblings(p);
 }
 

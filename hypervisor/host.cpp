@@ -90,8 +90,16 @@ DomainId Host::add_domain(const DomainSpec& spec, GuestHooks* guest) {
 
 void Host::start() {
   started_ = true;
-  policy_->attach(SchedContext{*this, *this, policy_rng_});
-  for (VcpuId v = 0; v < vcpus_.size(); ++v) policy_->insert_vcpu(v);
+  // sched-gran=core needs more than one usable thread per core; otherwise Xen falls back to
+  // per-CPU granularity (cpupool_gran_init), and so does this.
+  if (spec_.sched_gran.core && spec_.core_sched.enabled)
+    throw std::invalid_argument("core scheduling by cookie and by core-granular units exclude each other");
+  if (spec_.sched_gran.core && spec_.smt && topo_.threads_per_core() > 1) {
+    unit_start();  // sched_unit.cpp: the policy is attached to the units' view
+  } else {
+    policy_->attach(SchedContext{*this, *this, policy_rng_});
+    for (VcpuId v = 0; v < vcpus_.size(); ++v) policy_->insert_vcpu(v);
+  }
   vcpu_base_.assign(vcpus_.size(), VcpuStats{});
   pcpu_base_.assign(pcpus_.size(), 0);
   core_gen_.assign(pcpus_.size(), 0);
@@ -284,6 +292,10 @@ void Host::halt(VcpuId id) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning)
     violation("runnable-pick", id, v.pcpu, "guest halted a vCPU that is not running");
+  if (units_) {
+    unit_halt(id);  // sched_unit.cpp
+    return;
+  }
   const PcpuId p = v.pcpu;
   stop_progress(v);
   v.work = WorkSegment{};
@@ -298,6 +310,10 @@ void Host::halt(VcpuId id) {
 void Host::kick(VcpuId id) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kBlocked) return;
+  if (units_) {
+    unit_kick(id);  // sched_unit.cpp
+    return;
+  }
   const PcpuId p = policy_->pick_cpu(id, now_);
   if (p >= pcpus_.size() || !usable_.test(p))
     violation("usable-thread", id, p, "pick_cpu chose a pCPU the host cannot use");
@@ -313,6 +329,12 @@ void Host::kick(VcpuId id) {
 void Host::yield(VcpuId id, VcpuId to) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning) return;
+  if (units_) {
+    // Xen's vcpu_yield flags the unit (csched2_unit_yield) and reschedules the whole core.
+    policy_->yield(units_->unit_of(id), to == kIdle ? kIdle : units_->unit_of(to), now_);
+    tickle(topo_.smt_mask(v.pcpu).first());
+    return;
+  }
   policy_->yield(id, to, now_);
   core_task_changed(v.pcpu);
   tickle(v.pcpu);

@@ -14,6 +14,9 @@
 //                   every sibling of the core at one instant; see core_sched.cpp);
 //   ple-same-vm     a pause-loop exit yields only to a Runnable vCPU of the spinner's own VM
 //                   (ple.h, checked in dispatcher.cpp ple_yield);
+//   one-unit-per-core, unit-together  under core-granular co-scheduling (sched_unit.h), a core
+//                   runs vCPUs of one unit only, and a unit's vCPUs run exactly while it holds a
+//                   core (checked after every core decision and thread-local switch);
 //   cpu-conserved   at the end, entity run time equals pCPU busy time, and every entity's
 //                   running + runnable + blocked time equals the elapsed time.
 #pragma once
@@ -29,6 +32,7 @@
 #include "hypervisor/exec_model.h"
 #include "hypervisor/ple.h"
 #include "hypervisor/policy_api.h"
+#include "hypervisor/sched_unit.h"
 #include "hypervisor/trace_sink.h"
 #include "hypervisor/workload_api.h"
 #include "sim/event_queue.h"
@@ -43,6 +47,7 @@ struct HostSpec {
   sim::Duration warmup = 0;   ///< accounting restarts here; guests count results from here
   CoreSchedParams core_sched; ///< core scheduling (enabled = false: off)
   PleParams ple;              ///< pause-loop exiting (enabled = false: off; ple.h)
+  SchedGranParams sched_gran; ///< Xen sched-gran=core units (core = false: per-vCPU scheduling)
 };
 
 struct DomainSpec {
@@ -107,7 +112,13 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// Time pCPU p spent forced idle (idle while the policy had a runnable entity for it).
   sim::Duration pcpu_forced_idle(PcpuId p) const;
   /// Time a sibling idled while an entity of domain d was refused by the core-wide pick.
+  /// Under core-granular units (sched_unit.h) both figures are the idle-in-unit time instead: a
+  /// thread held idle by a unit of d whose vCPU for it is blocked or absent.
   sim::Duration domain_forced_idle(DomainId d) const;
+  /// Core-granular units (null when scheduling is per vCPU), and the core decisions taken so
+  /// far, each a rendezvous of the core's threads.
+  const UnitView* units() const { return units_.get(); }
+  std::uint64_t rendezvous() const { return rendezvous_; }
   const CoreSchedParams& core_sched() const { return spec_.core_sched; }
   /// Pause-loop exiting counters of domain d over the measured interval (zeros when off).
   const PleStats& ple_stats(DomainId d) const { return ple_.stats(d); }
@@ -197,6 +208,18 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void ple_exit(VcpuId v);
   void ple_yield(VcpuId v, VcpuId to);
   sim::Duration busy_total(PcpuId p) const;
+  // Core-granular units (sched_unit.cpp).
+  void unit_start();
+  void unit_schedule(PcpuId m);
+  void unit_commit(PcpuId m, UnitId prev, const Pick& pick);
+  void check_unit_pick(PcpuId m, UnitId prev, const Pick& pick) const;
+  void check_units(PcpuId m) const;
+  void unit_kick(VcpuId v);
+  void unit_halt(VcpuId v);
+  void unit_run_vcpu(PcpuId t, VcpuId v);
+  void unit_idle_begin(PcpuId t, DomainId d);
+  void unit_idle_end(PcpuId t);
+  PcpuId unit_thread(PcpuId m, std::size_t slot) const { return topo_.smt_list(m)[slot]; }
   void set_runstate(Vcpu& v, Runstate s);
   [[noreturn]] void violation(const char* rule, VcpuId v, PcpuId p, const std::string& detail) const;
   // The execution model (execution.cpp).
@@ -253,6 +276,11 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_;
 
   PauseLoopExiting ple_;  ///< ple.h
+  // Core-granular units (sched_unit.cpp): the policy's view, null when scheduling per vCPU.
+  std::unique_ptr<UnitView> units_;
+  std::uint64_t rendezvous_ = 0;
+  std::vector<VcpuId> unit_started_;    ///< scratch: vCPUs a core decision switched in
+  std::vector<VcpuId> unit_preempted_;  ///< scratch: vCPUs it switched out while runnable
 };
 
 }  // namespace vcpusim::hv

@@ -95,9 +95,13 @@
 // - Per event the work is bounded by one runqueue (<= 16 pCPUs, its runq length); only a reset
 //   and balance_load walk the assigned vCPUs of a runqueue (two, for balancing).
 //
+// sched-gran=core is the dispatcher's (hypervisor/sched_unit.h): credit2 is then attached to a
+// view in which every entity is a unit and every pCPU a core's master thread, and runs unchanged
+// on it, as csched2 does (one credit, weight and runq entry per unit; no SMT siblings).
+//
 // Not modelled
 // ------------
-// - sched-gran=core/socket (a unit of several vCPUs), cpupools, CPU hotplug, tasklet work,
+// - sched-gran=socket, cpupools, CPU hotplug, tasklet work,
 //   sched_smt_power_savings, runtime changes of weight, cap or affinity, vCPU removal.
 // - Directed yield: Xen has none (SCHEDOP_yield only flags the caller); `to` is ignored.
 // - Lock contention: Xen's trylocks in csched2_res_pick() and balance_load() always succeed
@@ -107,7 +111,9 @@
 // - MODEL: a parked vCPU is Runnable to the host (its time counts as runnable/steal), where
 //   Xen's _VPF_parked pause flag would report it offline.
 // - MODEL: PickFilter (core scheduling's cookie match) is applied like hard affinity, to the
-//   current vCPU and to every runq candidate; upstream credit2 has no such filter.
+//   current vCPU and to every runq candidate; upstream credit2 has no such filter. With the
+//   cookie-aware switches on, runq_tickle's idle-thread scan and balance_load's moves consult
+//   HypervisorView::wake_cookie_match / balance_cookie_match (runq_tickle, balance_load).
 //
 // References
 // ----------
@@ -486,8 +492,20 @@ void Credit2::runq_tickle(VcpuId v, sim::Time now) {
     for (int step = 0; step < 2 && ipid == kNoPcpu; ++step) {
       if (step == 0 && !has_soft(v)) continue;
       const topo::CpuSet aff = (step == 0 ? soft_step_mask(v) : e.hard) & online;
+      // Core scheduling, cookie-aware wake-up (Aubrey Li's check, which the reference places in
+      // select_idle_cpu's scan only; not in Xen, whose credit2 has no cookies): a wholly idle core
+      // matches any cookie (Linux sched_core_cookie_match); an idle thread beside a busy sibling
+      // only if HypervisorView::wake_cookie_match accepts it. MODEL: applied to this scan of idle
+      // threads, credit2's counterpart; the exclusive-pin and busy-pCPU steps stay cookie-blind,
+      // as Linux's prev/target shortcuts do.
       ipid = test_or_cycle(smt_idle_ & aff);
-      if (ipid == kNoPcpu) ipid = test_or_cycle((idle_ - tickled_) & aff);
+      if (ipid == kNoPcpu) {
+        // The choice test_or_cycle would make, skipping threads whose core runs another cookie
+        // (one query per wake-up when core scheduling is off).
+        topo::CpuSet idle = (idle_ - tickled_) & aff;
+        for (ipid = test_or_cycle(idle); ipid != kNoPcpu && !hv_->wake_cookie_match(ipid, v); ipid = test_or_cycle(idle))
+          idle.reset(ipid);
+      }
     }
     if (ipid == kNoPcpu) {
       // Busy pCPUs: the best tickle_score > 0; v's own pCPU first, taken at once if it wins

@@ -228,6 +228,7 @@ class Credit2 final : public hv::SchedulerPolicy {
   void balance_load(hv::PcpuId p, sim::Time now);
   void migrate(hv::VcpuId v, std::uint32_t trq, sim::Time now);
   bool migrateable(hv::VcpuId v, std::uint32_t rq) const;
+  bool cookie_may_move(hv::VcpuId v, std::uint32_t rq) const;
   hv::PcpuId cycle_from(hv::PcpuId from, const topo::CpuSet& mask) const;
 
   Config cfg_;

@@ -147,6 +147,20 @@ bool Credit2::migrateable(VcpuId v, std::uint32_t rq) const {
   return !vs_[v].migrate_request && (hv_->vcpu(v).hard & hv_->usable_pcpus()).intersects(rqs_[rq].active);
 }
 
+// Not Xen's: core scheduling with a cookie-aware balance mode refuses to move v to rq unless
+// some allowed pCPU of rq has a core v's cookie may join (HypervisorView::balance_cookie_match),
+// as Linux's sched_group_cookie_match asks of a group. MODEL: credit2 moves vCPUs between
+// runqueues, not onto pCPUs, so the refusal (RFC v5 can_migrate_task) is per runqueue; credit2
+// keeps no nr_balance_failed, so mainline's overridable cache-hot mode refuses the same way.
+// balance_load asks it only of a move that would become the best, to keep its O(n*m) scan free
+// of queries.
+bool Credit2::cookie_may_move(VcpuId v, std::uint32_t rq) const {
+  const topo::CpuSet allowed = hv_->vcpu(v).hard & hv_->usable_pcpus() & rqs_[rq].active;
+  for (PcpuId p = allowed.first(); p != topo::CpuSet::kNone; p = allowed.next(p + 1))
+    if (hv_->balance_cookie_match(p, v)) return true;  // at once when core scheduling is off
+  return false;
+}
+
 // migrate(): a scheduled vCPU gets a request and moves when its pCPU switches it out; any other
 // moves now, to the next pCPU of the target after its pick_bias (soft affinity ignored), and if
 // it was queued it is requeued and tickled there.
@@ -238,7 +252,7 @@ void Credit2::balance_load(PcpuId p, sim::Time now) {
       o_load -= vs_[pull].avgload;
     }
     const std::int64_t delta = std::abs(l_load - o_load);
-    if (delta < load_delta) {
+    if (delta < load_delta && (push == kIdle || cookie_may_move(push, o)) && (pull == kIdle || cookie_may_move(pull, l))) {
       load_delta = delta;
       best_push = push;
       best_pull = pull;

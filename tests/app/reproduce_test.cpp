@@ -118,4 +118,27 @@ TEST(Reproduce, ShippedReproductionsLoad) {
   }
 }
 
+// Ordering within a column. Published (stddev): A 100 (1), B 90 (1), C 89.5 (1), D 50 (-).
+// Pairs resolved beyond both stddevs: A-B, A-C, A-D, B-D, C-D (B-C's gap 0.5 is within 2).
+// Model: A 100, B 80, C 95, D 50: A-B, A-C, A-D, B-D, C-D all in published order -> 5/5;
+// then C's model tied with D (50): C-D disagrees -> 4/5; and a model gap within the model's own
+// stddevs is a tie too.
+TEST(Reproduce, RowOrderingWithinAColumnSkipsPairsWithinTheStddevs) {
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_row = "A";
+  r.published = {{"A", "", "", 100, 1}, {"B", "", "", 90, 1}, {"C", "", "", 89.5, 1}, {"D", "", "", 50, -1}};
+  ReproductionResult res = evaluate(r, {rec("A", 100, 0), rec("B", 80, 0), rec("C", 95, 0), rec("D", 50, 0)});
+  EXPECT_EQ(res.order_total, 5u);
+  EXPECT_EQ(res.order_agree, 5u);
+  res = evaluate(r, {rec("A", 100, 0), rec("B", 80, 0), rec("C", 50, 0), rec("D", 50, 0)});
+  EXPECT_EQ(res.order_total, 5u);
+  EXPECT_EQ(res.order_agree, 4u);
+  // B's two runs, 95 and 105 (stddev 7.07), put it within the model's spread of A (100): a tie.
+  res = evaluate(r, {rec("A", 100, 0), rec("B", 95, 0), rec("B", 105, 1), rec("C", 95, 0), rec("D", 50, 0)});
+  EXPECT_EQ(res.order_total, 5u);
+  EXPECT_EQ(res.order_agree, 4u);
+}
+
 }  // namespace vcpusim::app

@@ -108,6 +108,20 @@ TEST(Cli, WarmupMustBeShorterThanDuration) {
   expect_bad("warm.yaml", with("duration: 200ms", "duration: 200ms\nwarmup: 1s"), "3:9:", "warmup:");
 }
 
+// Core scheduling (core_sched.h, sched_unit.h): a bad mode, a bad variant, and sched-gran=core
+// under a KVM host are exit 2 with the line and field; a good core-granular run succeeds.
+TEST(Cli, CoreSchedulingErrorsAreExitTwo) {
+  expect_bad("cs-mode.yaml", with("{policy: rr}", "{policy: rr}\n  core_scheduling: cores"), "6:20:",
+             "host.core_scheduling: 'cores' is not one of");
+  expect_bad("cs-variant.yaml", with("{policy: rr}", "{policy: rr}\n  core_scheduling: cookie\n  core_sched: {variant: x}"),
+             "7:25:", "host.core_sched.variant: unknown core scheduling variant 'x'");
+  expect_bad("cs-cfs.yaml", with("{policy: rr}", "{policy: cfs}\n  core_scheduling: core"), "6:20:",
+             "needs a Xen-style policy");
+  const Outcome o = run("run " + write_temp("cs-core.yaml", with("{policy: rr}", "{policy: credit2}\n  core_scheduling: core")));
+  EXPECT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("unit-idle%"), std::string::npos) << o.output;
+}
+
 TEST(Cli, YamlSyntaxErrorGivesItsPosition) {
   const std::string path = write_temp("syntax.yaml", "name: t\nvms: [a, b\n");
   const Outcome o = run("run " + path);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "guest/program.h"
+#include "hypervisor/core_sched.h"
 #include "hypervisor/host.h"
 #include "hypervisor/policy_api.h"
 #include "policies/credit2.h"
@@ -579,6 +580,75 @@ TEST(Credit2Ratelimit, OutOfRangeRatelimitFallsBackToTheDefault) {
   EXPECT_EQ(static_cast<Credit2&>(*p).config().ratelimit, c2::kDefaultRatelimit);
   pv.set("ratelimit", 0);
   EXPECT_EQ(static_cast<Credit2&>(*Credit2::make(pv)).config().ratelimit, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Core scheduling: the cookie-aware queries (HypervisorView::wake_cookie_match,
+// balance_cookie_match) when the variant switches turn them on.
+
+hv::HostSpec cookie_host(bool wake_aware, hv::CoreSchedParams::Balance balance) {
+  hv::HostSpec hs;
+  hs.core_sched = *hv::core_sched_preset("mainline");
+  hs.core_sched.wake_cookie_aware = wake_aware;
+  hs.core_sched.balance = balance;
+  return hs;
+}
+
+hv::DomainSpec with_cookie(hv::DomainSpec d, std::uint64_t cookie) {
+  d.cookie = cookie;
+  return d;
+}
+
+// two_cores_ht: cores 0 (threads 0, 2) and 1 (1, 3), one runqueue. X (cookie 1) runs on 0 and Z
+// (cookie 2) on 1, so no core is wholly idle. Y (cookie 2, allowed on 2 and 3, its processor 2)
+// wakes: runq_tickle's idle-thread scan takes its own pCPU 2, beside X, unless cookie-aware
+// wake-up skips it for 3, beside Z of its own cookie, where both then run.
+TEST(Credit2CoreSched, CookieAwareWakeUpTicklesAThreadBesideItsOwnCookie) {
+  for (bool aware : {false, true}) {
+    TestHost h(test::two_cores_ht(), cookie_host(aware, hv::CoreSchedParams::Balance::kBlind), 1, "credit2");
+    auto x = h.add_fake(with_cookie(test::vm("x", 1, test::cpus({0})), 1));
+    auto z = h.add_fake(with_cookie(test::vm("z", 1, test::cpus({1})), 2));
+    auto y = h.add_fake(with_cookie(test::vm("y", 1, test::cpus({2, 3})), 2));
+    h.start();
+    start_hogs(h, {x, z});
+    h.run_until(sim::ms(1));
+    start_hogs(h, {y});
+    h.run_until(sim::ms(1) + sim::us(10));
+    const bool beside_z = h.host().is_running(y.vcpus[0]) && h.host().vcpu(y.vcpus[0]).pcpu == 3;
+    EXPECT_EQ(beside_z, aware) << (aware ? "cookie-aware" : "cookie-blind");
+    if (aware) {
+      EXPECT_TRUE(h.host().is_running(x.vcpus[0]) && h.host().is_running(z.vcpus[0]));
+    }
+  }
+}
+
+// two_nodes(2, 2): runqueues {0, 1, 4, 5} and {2, 3, 6, 7}. Four cookie-1 hogs pinned one per
+// thread of the second; eight cookie-2 hogs placed on the first (soft affinity), free to move.
+// Cookie-blind balance_load pushes cookie-2 hogs over (8 against 4 of load); a refusing balancer
+// finds no pCPU there whose core runs cookie 2, so nothing moves.
+TEST(Credit2CoreSched, RefusingBalancerMovesNoVcpuToARunqueueOfOtherCookies) {
+  for (auto bal : {hv::CoreSchedParams::Balance::kBlind, hv::CoreSchedParams::Balance::kRefuse}) {
+    TestHost h(test::two_nodes(2, 2, 1.0), cookie_host(false, bal), 1, "credit2");
+    hv::DomainSpec pinned;
+    pinned.name = "pinned";
+    pinned.vcpus = 4;
+    for (hv::PcpuId p : {2u, 3u, 6u, 7u}) pinned.hard.push_back(topo::CpuSet::single(p));
+    auto a = h.add_fake(with_cookie(pinned, 1));
+    hv::DomainSpec movers = test::vm("movers", 8);
+    movers.soft.assign(8, test::cpus({0, 1, 4, 5}));
+    auto b = h.add_fake(with_cookie(movers, 2));
+    h.start();
+    Credit2& c = credit2_of(h);
+    start_hogs(h, {a, b});
+    h.run_until(sim::seconds(1));
+    if (bal == hv::CoreSchedParams::Balance::kBlind) {
+      EXPECT_GT(c.balance_moves(), 0u);
+    } else {
+      EXPECT_EQ(c.balance_moves(), 0u);
+      for (VcpuId v : b.vcpus) EXPECT_EQ(c.runqueue_of_vcpu(v), 0u);
+      EXPECT_GT(c.resets(), 10u) << "balance_load had its chances";
+    }
+  }
 }
 
 }  // namespace
