@@ -251,7 +251,8 @@ TEST(SchedUnit, SameSeedSameRun) {
 // VM entry after the rendezvous, when its lock holder on the sibling thread starts running too.
 // Counting it from before the rendezvous let every waiter exit before its holder ran a single
 // instruction (the 2 us rendezvous outlasts the 1.6 us window at 2.5 GHz): ebizzy made no
-// progress at all. Three 4-vCPU ebizzy VMs (ticket locks) on the 4-core desktop, 300 ms: each
+// progress at all. Three 4-vCPU ebizzy VMs (ticket locks) and a 3-vCPU dbench VM (so the units
+// time-share: without it the livelock does not arise) on the 4-core desktop, 300 ms: each
 // exit now costs a rendezvous and a switch (about 4 us) per window of progress (1.6 us), so a VM
 // keeps at least 1.6 / (1.6 + 4) of its no-PLE records, less lock-holder preemption: a tenth is
 // far below what a working model gives and far above the livelock's zero.
@@ -266,6 +267,7 @@ TEST(SchedUnit, PleWindowCountsFromEntryAfterTheRendezvous) {
     std::vector<TestHost::Vm> vms;
     for (int i = 0; i < 3; ++i)
       vms.push_back(h.add_vm(test::vm("eb" + std::to_string(i), 4), test::workload("ebizzy", {{"threads", 8}})));
+    h.add_vm(test::vm("db", 3), test::workload("dbench", {{"threads", 6}}));
     h.start();
     h.run_until(sim::ms(300));
     double least = 1e300;
