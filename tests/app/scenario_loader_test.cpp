@@ -5,20 +5,13 @@
 
 #include "app/scenario.h"
 #include "app/yaml_reader.h"
+#include "loader_support.h"
 
 namespace vcpusim::app {
 namespace {
 
-ScenarioSpec load(const std::string& text) { return load_scenario(YamlReader::load_string(text, "t.yaml")); }
-
-std::string error_of(const std::string& text) {
-  try {
-    load(text);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
+using test::load;
 
 }  // namespace
 
