@@ -53,6 +53,27 @@
 // An idle CPU's balancing runs at its idle interval, standing in for the nohz idle balancer
 // that busy CPUs kick on behalf of tickless idle ones (nohz_balancer_kick).
 //
+// Spreading busy tasks over cores
+// --------------------------------
+// No rule here targets SMT siblings: spreading is a consequence of the rules above, as in the
+// kernel. Forks fill every core of an LLC before pairing siblings (find_idlest_group at MC: the
+// group with the most idle CPUs), and a wake-up takes a fully idle core before an idle sibling
+// (select_idle_core). Running tasks left paired while a core idles (nothing queued anywhere)
+// move only by active balance: the idle core's balancing CPU sees a has_spare local group and
+// a fully busy core with 2 > 0 + 1 tasks (prefer_sibling forces it; the idle-CPU rule would give
+// the same imbalance of 1), the busiest runqueue has nothing to detach, and the failure that
+// takes nr_balance_failed above cache_nice_tries + 2 kicks the stopper (tests: CfsBalance.
+// BusyTasksSpreadOnePerCoreBeforePairingSiblings, TwiceAsManyBusyTasksAsCoresKeepEveryThreadBusy).
+// Across nodes this is slow, and it is 5.5-5.10's behaviour, not a shortcut of the model: a
+// fork stays on its node while the node has an idle CPU, so busy tasks forked together fill one
+// node's siblings first ("a local node can be allowed to fill completely and allow the periodic
+// load balancer to fix the problem", Mel Gorman, "sched: Limit the amount of NUMA imbalance that
+// can exist at fork time", Nov 2020, measured on 80 CPUs and two nodes; merged for 5.11). The
+// NUMA level then pushes one running task per cache_nice_tries + 3 = 5 failed balances, and
+// after each push the next idle CPU of the node (should_we_balance) starts counting from zero:
+// on 80 CPUs (intervals 80-160 ms) one task per 320-480 ms, about 10 s to drain 20 (test:
+// CfsBalance.ForkPackedNodeDrainsOneRunningTaskPerFiveNumaBalances).
+//
 // Core scheduling (the dispatcher's mechanism, hypervisor/core_sched.cpp)
 // --------------------------------------------------------------------------
 // With cookie-aware wake-up on, select_idle_cpu passes over idle threads whose core runs another
@@ -340,6 +361,9 @@ bool Cfs::find_idlest_group(std::uint32_t l, PcpuId this_cpu, const topo::CpuSet
   if (local.type > idlest.type) return true;
   if (local.type == GroupType::kHasSpare) {
     // "Otherwise, keep the task on this node to stay close its wakeup source and improve locality."
+    // (5.5-5.10: any idle CPU keeps the fork local, so a node fills its siblings before another
+    // node gets a task; 5.11 keeps it local only while the node runs fewer tasks than a quarter of
+    // the domain's CPUs, allow_numa_imbalance.)
     if (lv.numa && local.idle > 0) return false;
     return local.idle < idlest.idle;
   }

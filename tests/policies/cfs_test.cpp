@@ -12,6 +12,11 @@
 //   - two hogs on one pCPU switch only on tick boundaries, a lone hog never;
 //   - select_idle_sibling: prev if idle, else a fully idle core, else an idle thread;
 //   - periodic (and active) balancing spreads 8 hogs forked onto one socket to 4 + 4;
+//   - running tasks paired on SMT siblings while cores idle move only by active balance, on the
+//     cache_nice_tries + 3rd failed balance: within an LLC every core runs one within 4 pushes x
+//     4 balances x 32 ms; with twice as many busy tasks as cores every thread stays busy and
+//     nothing moves; a node packed by fork placement drains one running task per 5 failed NUMA
+//     balances (80-160 ms each on 80 CPUs): first at 400 ms, all 20 by ~9.5 s;
 //   - sched_yield skips the yielder only within the granularity; yield_to runs the target next;
 //   - hard affinity holds on every decision, and for every queued entity, at 4x overcommit.
 // The dispatcher checks every pick itself (a violation throws hv::InvariantViolation and fails
@@ -393,6 +398,142 @@ TEST(CfsBalance, SpreadsEightHogsForkedOntoOneSocketOverBothSockets) {
     }
     ASSERT_EQ(s0, 4u) << "at t=" << ch.host().now();
     ASSERT_EQ(cores.count(), 8u) << "at t=" << ch.host().now();
+  });
+}
+
+// One socket and one node of `cores` cores x 2 threads: a single LLC, so only the SMT and MC
+// levels exist (MC spans all 2 x cores threads).
+topo::TopologySpec one_socket_ht(std::uint32_t cores) {
+  topo::TopologySpec s;
+  s.name = "one-socket-ht";
+  s.sockets = 1;
+  s.cores_per_socket = cores;
+  s.threads_per_core = 2;
+  s.nodes = 1;
+  return s;
+}
+
+// Each core's count of running entities among `vs`, and whether all of `vs` are running.
+std::vector<std::uint32_t> per_core(CfsHost& ch, const std::vector<VcpuId>& vs, bool& all_running) {
+  std::vector<std::uint32_t> n(ch.h.topology().num_cores(), 0);
+  all_running = true;
+  for (auto v : vs) {
+    const hv::Vcpu& e = ch.host().vcpu(v);
+    if (e.state != hv::Runstate::kRunning) all_running = false;
+    else ++n[ch.h.topology().core_of(e.pcpu)];
+  }
+  return n;
+}
+
+TEST(CfsBalance, BusyTasksSpreadOnePerCoreBeforePairingSiblings) {
+  // one_socket_ht(8) (16 threads, one LLC), 16 vCPUs forked at once: the fork balancer gives
+  // every core one entity before it pairs any (find_idlest_group at MC: the group with the most
+  // idle CPUs), so vCPUs 0-7 take the cores' first threads and 8-15 their siblings. Hogs are
+  // vCPUs 0-3 and 8-11: cores 0-3 run two hogs each; cores 4-7 run short jobs, and idle once those
+  // end. Nothing is queued anywhere, so only active balancing can move a hog. At the MC level
+  // (imbalance_pct 117, cache_nice_tries 1, interval 16-32 ms: sd_init with 16 CPUs) the first
+  // idle CPU of an idle core sees a has_spare local group and a fully busy busiest core with
+  // 2 > 0 + 1 tasks: prefer_sibling forces migrate_task with imbalance (2 - 0) / 2 = 1, the
+  // busiest runqueue runs one task (nothing to detach), the balance fails, and the
+  // cache_nice_tries + 3 = 4th failure kicks the stopper of the busiest CPU.
+  // Expected: no push within 3 minimum intervals (48 ms) of the jobs' end; every core runs one
+  // hog once at most 4 pushes have each waited at most 4 balances at the maximum interval
+  // (4 x 4 x 32 ms = 512 ms), and it stays so (no push when nothing is to gain).
+  CfsHost ch(one_socket_ht(8));
+  std::vector<VcpuId> hogs, jobs, all;
+  for (std::uint32_t i = 0; i < 16; ++i) {
+    all.push_back(ch.h.add_fake(test::vm("v" + std::to_string(i), 1)).vcpus[0]);
+    ((i % 8) < 4 ? hogs : jobs).push_back(all.back());
+  }
+  ch.h.start();
+  for (auto v : hogs) ch.h.fake().set_plan(v, FakeGuest::hog());
+  for (auto v : jobs) ch.h.fake().set_plan(v, FakeGuest::job(20e6));
+  for (auto v : all) ch.h.fake().kick(v);
+  ch.h.run_until(sim::ms(1));
+  bool running = false;
+  for (std::uint32_t c = 0; c < 8; ++c) EXPECT_EQ(per_core(ch, hogs, running)[c], c < 4 ? 2u : 0u) << "core " << c;
+  // The jobs end (at about 20 ms of reference work, slower beside a sibling).
+  sim::Time t0 = ch.host().now();
+  while (std::any_of(jobs.begin(), jobs.end(), [&](VcpuId v) { return ch.host().vcpu(v).state != hv::Runstate::kBlocked; })) {
+    ASSERT_LT(t0, sim::ms(100));
+    t0 += sim::us(100);
+    ch.h.run_until(t0);
+  }
+  ch.h.run_until(t0 + sim::ms(47));
+  EXPECT_EQ(ch.cfs().active_migrations(), 0u) << "a running hog moved before cache_nice_tries + 3 failed balances";
+  for (std::uint32_t c = 0; c < 4; ++c) EXPECT_EQ(per_core(ch, hogs, running)[c], 2u) << "core " << c;
+  ch.h.run_until(t0 + sim::ms(520));
+  EXPECT_GE(ch.cfs().active_migrations(), 4u);
+  const std::uint64_t pushes = ch.cfs().active_migrations();
+  ch.h.run_sampled(t0 + sim::ms(1500), sim::ms(5), [&] {
+    const auto n = per_core(ch, hogs, running);
+    ASSERT_TRUE(running) << "at t=" << ch.host().now();
+    for (std::uint32_t c = 0; c < 8; ++c) ASSERT_EQ(n[c], 1u) << "core " << c << " at t=" << ch.host().now();
+  });
+  EXPECT_EQ(ch.cfs().active_migrations(), pushes);
+}
+
+TEST(CfsBalance, TwiceAsManyBusyTasksAsCoresKeepEveryThreadBusy) {
+  // The converse: 16 hogs on one_socket_ht(8) fill every thread at fork, and the balancer leaves
+  // it so: every core group is fully busy (2 tasks on 2 threads, not above capacity x 117%), so
+  // find_busiest_group finds no busiest group worth pulling from and nothing moves.
+  CfsHost ch(one_socket_ht(8));
+  const auto vm = ch.h.add_fake(test::vm("hogs", 16));
+  ch.h.start();
+  for (auto v : vm.vcpus) {
+    ch.h.fake().set_plan(v, FakeGuest::hog());
+    ch.h.fake().kick(v);
+  }
+  bool running = false;
+  ch.h.run_sampled(sim::seconds(2), sim::ms(5), [&] {
+    const auto n = per_core(ch, vm.vcpus, running);
+    ASSERT_TRUE(running) << "at t=" << ch.host().now();
+    for (std::uint32_t c = 0; c < 8; ++c) ASSERT_EQ(n[c], 2u) << "core " << c << " at t=" << ch.host().now();
+  });
+  EXPECT_EQ(ch.cfs().active_migrations() + ch.cfs().balance_migrations() + ch.cfs().newidle_pulls(), 0u);
+}
+
+TEST(CfsBalance, ForkPackedNodeDrainsOneRunningTaskPerFiveNumaBalances) {
+  // The start of the v4-overcommit study's 0.5 point: two_nodes(20, 2) (80 threads, the shape of
+  // xeon-gold-2s), 40 hogs forked at once from CPU 0. 5.7's find_idlest_group keeps a fork on
+  // its node while the node has an idle CPU ("keep the task on this node ... periodic load
+  // balance will take care of it"), so all 40 land on node 0: 20 cores paired, node 1 idle.
+  // At the NUMA level (80 CPUs: interval 80-160 ms, cache_nice_tries 2, prefer_sibling from MC)
+  // the balancing CPU of node 1 (its first idle CPU, should_we_balance) finds 40 > 0 + 1 running
+  // tasks, imbalance (40 - 0) / 2, a busiest runqueue with one running task: the balance fails
+  // and the 5th failure (cache_nice_tries + 3) kicks a push: failures at 80, 160, ..., 400 ms
+  // (last_balance starts at 0). The pushed task makes that CPU busy, so the next idle CPU of
+  // node 1 balances, starting from nr_balance_failed 0 at its doubled (maximum, 160 ms) interval:
+  // each further push waits 5 failures, at least 4 x 80 = 320 ms and at most 160 + 4 x 80 =
+  // 480 ms apart. Expected: the first push between 395 and 405 ms; 4 to 6 pushes by 2 s
+  // (1 + 1600 / 480 .. 1 + 1600 / 320); node 0 drained to one hog per core by
+  // 400 + 19 x 480 = 9520 ms (plus a jiffy per push), and every core runs one hog from then on.
+  CfsHost ch(test::two_nodes(20, 2, 1.65));
+  const auto vm = ch.h.add_fake(test::vm("hogs", 40));
+  ch.h.start();
+  for (auto v : vm.vcpus) {
+    ch.h.fake().set_plan(v, FakeGuest::hog());
+    ch.h.fake().kick(v);
+  }
+  const auto on_node1 = [&] {
+    std::uint32_t n = 0;
+    for (auto v : vm.vcpus) n += ch.h.topology().node_of(ch.host().vcpu(v).pcpu) == 1;
+    return n;
+  };
+  ch.h.run_until(sim::ms(395));
+  EXPECT_EQ(on_node1(), 0u);
+  ch.h.run_until(sim::ms(405));
+  EXPECT_EQ(on_node1(), 1u);
+  ch.h.run_until(sim::seconds(2));
+  EXPECT_GE(on_node1(), 4u);
+  EXPECT_LE(on_node1(), 6u);
+  EXPECT_EQ(ch.cfs().active_migrations(), on_node1());
+  ch.h.run_until(sim::ms(9600));
+  bool running = false;
+  ch.h.run_sampled(sim::seconds(11), sim::ms(10), [&] {
+    const auto n = per_core(ch, vm.vcpus, running);
+    ASSERT_TRUE(running) << "at t=" << ch.host().now();
+    for (std::uint32_t c = 0; c < 40; ++c) ASSERT_EQ(n[c], 1u) << "core " << c << " at t=" << ch.host().now();
   });
 }
 
