@@ -73,8 +73,9 @@ std::vector<ParamSpec> SysbenchMemory::param_specs() {
       {"mem_intensity", ParamSpec::Kind::kDouble, 0.8, 0.0, 1.0, {},
        "share of its time stalled on memory, scales the NUMA penalty [E]"},
       kEventsPerStep,
-      {"version", ParamSpec::Kind::kChoice, 0, 0, 1, {"1.0", "0.4"},
-       "sysbench version: 1.0 (no lock per event) or 0.4 (two global pthread mutexes per event; see sysbench.h)"},
+      {"version", ParamSpec::Kind::kChoice, 0, 0, 2, {"1.0", "0.4", "0.5"},
+       "sysbench version: 1.0 (no lock per event) or 0.4 / 0.5 (the same memory test: two global pthread "
+       "mutexes per event; see sysbench.h)"},
       {"cs_frac", ParamSpec::Kind::kDouble, 0.4, 0.0, 0.95, {},
        "0.4 only: share of an event's CPU time under the two mutexes (note: 30-50% at 1 KiB -> 0.4)"},
   };
@@ -85,7 +86,7 @@ std::unique_ptr<Workload> SysbenchMemory::make(const sim::ParamValues& v) {
                                           v.get("block_size", 1024.0 * 1024.0),
                                           v.get("thread_bandwidth", 6000), v.get("mem_intensity", 0.8),
                                           v.get("events_per_step", 0),
-                                          static_cast<Version>(static_cast<int>(v.get("version", 0))),
+                                          v.get("version", 0) >= 1 ? Version::k04 : Version::k10,
                                           v.get("cs_frac", 0.4));
 }
 
