@@ -530,8 +530,9 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   }
   if (root.has("guest")) {
     const YamlReader g = root.at("guest");
-    g.only({"slice"});
+    g.only({"slice", "start_jitter"});
     s.guest.slice = g.get_duration("slice", s.guest.slice, sim::us(10), sim::seconds(10));
+    s.guest.start_jitter = g.get_duration("start_jitter", s.guest.start_jitter, 0, sim::seconds(10));
   }
 
   topo::CpuSet usable;

@@ -52,6 +52,14 @@ void GuestOs::start() {
     // Its home vCPU even if its first step sleeps (a receive, a block): where it wakes first,
     // and on bare metal the entity that is this thread.
     threads_[t].vcpu = t % static_cast<std::uint32_t>(vcpus_.size());
+    if (params_.start_jitter > 0) {
+      // A start delay, as a sleep before the first step (on_timer then fetches that step).
+      Thread& th = threads_[t];
+      th.blocked = true;
+      const auto delay = static_cast<sim::Duration>(th.rng.uniform() * static_cast<double>(params_.start_jitter));
+      port_.arm_guest_timer(domain_, port_.now() + delay, t);
+      continue;
+    }
     advance_thread(t);
     if (!threads_[t].blocked) enqueue(t % vcpus_.size(), t);
   }

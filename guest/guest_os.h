@@ -73,6 +73,10 @@ namespace vcpusim::guest {
 
 struct GuestParams {
   sim::Duration slice = sim::ms(3);  ///< Linux min_granularity 0.75 ms x (1 + log2(8)) = 3 ms
+  /// Each thread starts after a delay drawn uniformly from [0, start_jitter) (its own random
+  /// stream): processes "started at the same time" by a script start a fork and exec apart, and
+  /// which one runs first can decide an unfair scheduler's outcome. 0: all start at once.
+  sim::Duration start_jitter = 0;
 };
 
 /// Results of one guest over the measured interval.

@@ -48,6 +48,34 @@ TEST(GuestOs, VcpuWithNoRunnableThreadHalts) {
   EXPECT_EQ(h.host().vcpu_stats(v).blocked, sim::ms(2) - (sim::ms(1) + kCs));
 }
 
+TEST(GuestOs, StartJitterDelaysEachThreadWithinTheWindowFromItsOwnStream) {
+  // Four 1-thread VMs with start_jitter 10 ms, each vCPU on its own thread: a vCPU stays halted
+  // until its thread's delay U(0, 10 ms) ends, then runs to the end: its blocked time is that
+  // delay, inside [0, 10 ms), different between VMs (their own streams), the same for the same
+  // seed. Without jitter every vCPU runs from 0.
+  auto delays = [](std::uint64_t seed, sim::Duration jitter) {
+    TestHost h(test::two_cores_ht(), {}, seed);
+    std::vector<TestHost::Vm> vms;
+    for (int i = 0; i < 4; ++i)
+      vms.push_back(h.add_vm(test::vm("v" + std::to_string(i), 1), test::workload("sysbench-cpu", {{"threads", 1}}),
+                             guest::GuestParams{sim::ms(3), jitter}));
+    h.start();
+    h.run_until(sim::ms(50));
+    std::vector<sim::Duration> out;
+    for (auto& vm : vms) out.push_back(h.host().vcpu_stats(vm.vcpus[0]).blocked);
+    return out;
+  };
+  const auto a = delays(1, sim::ms(10)), b = delays(1, sim::ms(10)), c = delays(2, sim::ms(10));
+  for (sim::Duration d : a) {
+    EXPECT_GE(d, 0);
+    EXPECT_LT(d, sim::ms(10));
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a[0], a[1]);
+  for (sim::Duration d : delays(1, 0)) EXPECT_EQ(d, 0);
+}
+
 TEST(GuestOs, VcpuWithoutAnyThreadStaysHaltedThroughout) {
   // One sysbench thread on a 2-vCPU VM: thread 0 goes to vCPU 0; vCPU 1 never has a thread, so it
   // is never woken: blocked for the whole run.
