@@ -49,18 +49,27 @@ TEST(Mutex, BargingUnlockFreesTheLockAndWakesOneWaiter) {
   EXPECT_EQ(m.unlock(), Mutex::kNone);
 }
 
+/// One VM of `vcpus` vCPUs on as many dedicated pCPUs, `threads` sysbench memory threads with
+/// 1 KiB blocks, no NUMA stalls, for `ms`.
+guest::GuestResults run_memory(std::uint32_t vcpus, double threads, double thread_bandwidth, int version, int ms,
+                               double cs_frac = 0.4) {
+  TestHost h(test::flat(vcpus));
+  auto g = h.add_vm(test::vm("a", vcpus),
+                    test::workload("sysbench-memory", {{"threads", threads},
+                                                       {"block_size", 1024},
+                                                       {"mem_intensity", 0},
+                                                       {"thread_bandwidth", thread_bandwidth},
+                                                       {"version", version},
+                                                       {"cs_frac", cs_frac}}));
+  h.start();
+  h.run_until(sim::ms(ms));
+  return g.os->results();
+}
+
 TEST(SysbenchMemory04, EveryEventTakesBothGlobalMutexesOnce) {
   // One 2-vCPU VM on 2 dedicated pCPUs, 4 threads, 1 KiB blocks at 1 MiB/s per thread alone
   // (976.6 us per event: events_per_step 1). Per event: exec_mutex once, oper_mutex once.
-  TestHost h(test::flat(2));
-  auto g = h.add_vm(test::vm("a", 2), test::workload("sysbench-memory", {{"threads", 4},
-                                                                          {"block_size", 1024},
-                                                                          {"thread_bandwidth", 1},
-                                                                          {"mem_intensity", 0},
-                                                                          {"version", 1}}));
-  h.start();
-  h.run_until(sim::ms(200));
-  const auto& r = g.os->results();
+  const auto r = run_memory(2, 4, 1, 1, 200);
   ASSERT_EQ(r.per_lock.size(), 2u);
   const double events = r.throughput * 0.2 * 1024;  // MiB/s over 0.2 s, 1 KiB per event
   // Counted at release; events in flight at either end of the interval: at most one per thread.
@@ -74,19 +83,11 @@ TEST(SysbenchMemory04, TwoBusyVcpusGiveTwiceTheThreadRateWhenLocksAreNotSaturate
   // to 40%; contention costs only the waiters' retries (40 ns hand-off segments), so the VM runs
   // at nearly 2 x thread_bandwidth. 1.0 runs at exactly 2 x (no locks).
   for (int version : {0, 1}) {
-    TestHost h(test::flat(2));
-    auto g = h.add_vm(test::vm("a", 2), test::workload("sysbench-memory", {{"threads", 4},
-                                                                            {"block_size", 1024},
-                                                                            {"thread_bandwidth", 200},
-                                                                            {"mem_intensity", 0},
-                                                                            {"version", version}}));
-    h.start();
-    h.run_until(sim::ms(300));
-    const double tp = g.os->results().throughput;
-    EXPECT_GT(tp, 0.95 * 400) << "version " << version;
-    EXPECT_LT(tp, 1.01 * 400) << "version " << version;
+    const auto r = run_memory(2, 4, 200, version, 300);
+    EXPECT_GT(r.throughput, 0.95 * 400) << "version " << version;
+    EXPECT_LT(r.throughput, 1.01 * 400) << "version " << version;
     if (version == 1) {
-      EXPECT_GT(g.os->results().locks.contended, 0u);
+      EXPECT_GT(r.locks.contended, 0u);
     }
   }
 }
@@ -95,16 +96,7 @@ TEST(SysbenchMemory04, SaturatedLockCapsTheVmAtOneHolderAtATime) {
   // cs_frac 0.9: each event holds the two locks 0.45 of its time each. The two mutex sections
   // of a VM can overlap (different locks) but each lock serialises: throughput <= 1 / 0.45 events
   // per event-time, i.e. 2.22 x thread_bandwidth, and the 2 vCPUs cannot both stay busy.
-  TestHost h(test::flat(4));
-  auto g = h.add_vm(test::vm("a", 4), test::workload("sysbench-memory", {{"threads", 8},
-                                                                          {"block_size", 1024},
-                                                                          {"thread_bandwidth", 100},
-                                                                          {"mem_intensity", 0},
-                                                                          {"version", 1},
-                                                                          {"cs_frac", 0.9}}));
-  h.start();
-  h.run_until(sim::ms(300));
-  const double tp = g.os->results().throughput;
+  const double tp = run_memory(4, 8, 100, 1, 300, 0.9).throughput;
   EXPECT_LT(tp, 100 / 0.45 * 1.01);
   EXPECT_GT(tp, 100 / 0.45 * 0.8);
 }
