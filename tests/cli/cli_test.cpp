@@ -168,24 +168,7 @@ TEST(Cli, JsonAndCsvAreWritten) {
 
 namespace {
 
-const char* kSweep = R"(name: sw
-duration: 300ms
-warmup: 50ms
-repetitions: 2
-topology: desktop-4c8t
-vms:
-  - name: web
-    vcpus: 2
-    workload:
-      kind: program
-      threads: 3
-      phases: [{compute: 1ms, dist: exp}, {block: 1ms, dist: exp}]
-sweep:
-  vms.web.count: [1, 3, 6]
-columns:
-  HT: {host.smt: on}
-  noHT: {host.smt: off}
-)";
+const std::string kSweep = small_sweep("sw", 2);
 
 }  // namespace
 

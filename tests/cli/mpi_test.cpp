@@ -35,24 +35,7 @@ Outcome mpirun(int ranks, const std::string& args, const std::string& env = "") 
                std::to_string(ranks) + " " + binary() + " " + args);
 }
 
-const char* kSweep = R"(name: mp
-duration: 300ms
-warmup: 50ms
-repetitions: 2
-topology: desktop-4c8t
-vms:
-  - name: web
-    vcpus: 2
-    workload:
-      kind: program
-      threads: 3
-      phases: [{compute: 1ms, dist: exp}, {block: 1ms, dist: exp}]
-sweep:
-  vms.web.count: [1, 3, 6]
-columns:
-  HT: {host.smt: on}
-  noHT: {host.smt: off}
-)";
+const std::string kSweep = small_sweep("mp", 2);
 
 bool have_mpirun() { return shell("command -v mpirun").status == 0; }
 

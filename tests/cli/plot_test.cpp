@@ -31,24 +31,7 @@ std::string slurp(const std::string& path) {
 // The PNG signature: \x89 P N G \r \n \x1a \n.
 bool is_png(const std::string& bytes) { return bytes.size() > 8 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0; }
 
-const char* kSweep = R"(name: pl
-duration: 300ms
-warmup: 50ms
-repetitions: 3
-topology: desktop-4c8t
-vms:
-  - name: web
-    vcpus: 2
-    workload:
-      kind: program
-      threads: 3
-      phases: [{compute: 1ms, dist: exp}, {block: 1ms, dist: exp}]
-sweep:
-  vms.web.count: [1, 3, 6]
-columns:
-  HT: {host.smt: on}
-  noHT: {host.smt: off}
-)";
+const std::string kSweep = small_sweep("pl", 3);
 
 // One sweep for the whole file.
 const std::string& sweep_dir() {

@@ -78,6 +78,26 @@ inline std::string canonical_records(const std::string& dir) {
   return all;
 }
 
+/// The small sweep the command-line tests run: a 2-vCPU program VM, 1 / 3 / 6 of them, HT and
+/// noHT columns, 300 ms (50 ms warm-up), `repetitions` each; `name` is the scenario name.
+inline std::string small_sweep(const std::string& name, int repetitions) {
+  return "name: " + name + "\nduration: 300ms\nwarmup: 50ms\nrepetitions: " + std::to_string(repetitions) + R"(
+topology: desktop-4c8t
+vms:
+  - name: web
+    vcpus: 2
+    workload:
+      kind: program
+      threads: 3
+      phases: [{compute: 1ms, dist: exp}, {block: 1ms, dist: exp}]
+sweep:
+  vms.web.count: [1, 3, 6]
+columns:
+  HT: {host.smt: on}
+  noHT: {host.smt: off}
+)";
+}
+
 inline std::size_t count_lines(const std::string& path) {
   std::ifstream in(path);
   return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
