@@ -530,9 +530,10 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   }
   if (root.has("guest")) {
     const YamlReader g = root.at("guest");
-    g.only({"slice", "start_jitter"});
+    g.only({"slice", "start_jitter", "wake_ipi"});
     s.guest.slice = g.get_duration("slice", s.guest.slice, sim::us(10), sim::seconds(10));
     s.guest.start_jitter = g.get_duration("start_jitter", s.guest.start_jitter, 0, sim::seconds(10));
+    s.guest.wake_ipi = g.get_duration("wake_ipi", s.guest.wake_ipi, 0, sim::ms(10));
   }
 
   topo::CpuSet usable;

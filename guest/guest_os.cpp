@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "guest/guest_os.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace vcpusim::guest {
@@ -45,6 +46,31 @@ std::uint32_t GuestOs::dequeue(std::uint32_t vc) {
   --s.queued;
   threads_[t].next = kNone;
   return t;
+}
+
+std::uint32_t GuestOs::newidle_pull(std::uint32_t vc) {
+  // newidle_balance(): "if (this_rq->avg_idle < sysctl_sched_migration_cost || !overload)" skip.
+  if (vcpus_[vc].avg_idle < kMigrationCost) return kNone;
+  std::uint32_t busiest = kNone, most = 0;
+  for (std::uint32_t o = 0; o < vcpus_.size(); ++o)
+    if (vcpus_[o].queued > most) {
+      most = vcpus_[o].queued;
+      busiest = o;
+    }
+  if (busiest == kNone) return kNone;
+  // detach_tasks(): the first waiting thread can_migrate_task() allows; newidle balancing never
+  // raises nr_balance_failed, so a cache-hot one (task_hot: ran within migration_cost) stays.
+  VcpuState& b = vcpus_[busiest];
+  const sim::Time now = port_.now();
+  for (std::uint32_t prev = kNone, t = b.head; t != kNone; prev = t, t = threads_[t].next) {
+    if (now - threads_[t].last_ran < kMigrationCost) continue;
+    (prev == kNone ? b.head : threads_[prev].next) = threads_[t].next;
+    if (b.tail == t) b.tail = prev;
+    --b.queued;
+    threads_[t].next = kNone;
+    return t;
+  }
+  return kNone;
 }
 
 void GuestOs::start() {
@@ -141,18 +167,10 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
 void GuestOs::run_next(std::uint32_t vc) {
   VcpuState& s = vcpus_[vc];
   std::uint32_t t = dequeue(vc);
-  if (t == kNone && !bare_metal_) {
-    // Newidle balance: steal a waiting thread from the vCPU with the longest queue.
-    std::uint32_t busiest = kNone, most = 0;
-    for (std::uint32_t o = 0; o < vcpus_.size(); ++o)
-      if (vcpus_[o].queued > most) {
-        most = vcpus_[o].queued;
-        busiest = o;
-      }
-    if (busiest != kNone) t = dequeue(busiest);
-  }
+  if (t == kNone && !bare_metal_) t = newidle_pull(vc);
   if (t == kNone) {
     set_curr(vc, kNone);
+    s.idle_stamp = port_.now();
     port_.halt(s.id);
     return;
   }
@@ -299,7 +317,7 @@ void GuestOs::release_lock(std::uint32_t t) {
     if (w == kNone) return;
     threads_[w].phase = l.mutex.barging() ? LockPhase::kRetry : LockPhase::kTake;
     threads_[w].blocked = false;
-    place_woken(w);
+    place_woken(w, true);
     return;
   }
   const std::uint32_t w = l.ticket.release();
@@ -423,7 +441,7 @@ void GuestOs::check_lost_kicks() const {
   }
 }
 
-void GuestOs::place_woken(std::uint32_t t) {
+void GuestOs::place_woken(std::uint32_t t, bool by_vcpu) {
   std::uint32_t target = threads_[t].vcpu;
   if (!bare_metal_ && !vcpu_idle(target)) {
     for (std::uint32_t i = 1; i < vcpus_.size(); ++i) {
@@ -435,8 +453,32 @@ void GuestOs::place_woken(std::uint32_t t) {
     }
   }
   enqueue(target, t);
+  VcpuState& ts = vcpus_[target];
+  if (ts.idle_stamp >= 0) {
+    // ttwu_do_wakeup(): update_avg(&rq->avg_idle, now - idle_stamp), capped at 2 x max_idle_balance_cost.
+    const sim::Duration delta = port_.now() - ts.idle_stamp;
+    ts.avg_idle = std::min<sim::Duration>(ts.avg_idle + (delta - ts.avg_idle) / 8, 2 * kMigrationCost);
+    ts.idle_stamp = -1;
+  }
   const hv::VcpuId id = vcpus_[target].id;
-  if (port_.is_blocked(id) && !polling(target)) port_.kick(id);
+  if (!port_.is_blocked(id) || polling(target)) return;
+  if (by_vcpu && !bare_metal_ && params_.wake_ipi > 0) {
+    if (!ts.wake_ipi_pending) {
+      ts.wake_ipi_pending = true;
+      port_.arm_guest_timer(domain_, port_.now() + params_.wake_ipi, kWakeToken | target);
+    }
+    return;
+  }
+  port_.kick(id);
+}
+
+void GuestOs::deliver_wake_ipi(std::uint32_t vc) {
+  VcpuState& s = vcpus_[vc];
+  s.wake_ipi_pending = false;
+  // The IPI wakes the vCPU only if it is still halted with work (none, if newidle balancing
+  // elsewhere took the thread meanwhile: a real IPI would wake it to find nothing, and it
+  // would halt again at once).
+  if (port_.is_blocked(s.id) && !polling(vc) && (s.queued > 0 || s.curr != kNone)) port_.kick(s.id);
 }
 
 void GuestOs::on_timer(std::uint64_t token) {
@@ -448,14 +490,19 @@ void GuestOs::on_timer(std::uint64_t token) {
     ipi_acknowledged(static_cast<std::uint32_t>(token & ~kIpiToken));
     return;
   }
+  if (token & kWakeToken) {
+    deliver_wake_ipi(static_cast<std::uint32_t>(token & ~kWakeToken));
+    return;
+  }
   const auto t = static_cast<std::uint32_t>(token);
   advance_thread(t);
-  if (!threads_[t].blocked) place_woken(t);
+  if (!threads_[t].blocked) place_woken(t, false);
 }
 
 void GuestOs::set_curr(std::uint32_t vc, std::uint32_t t) {
   std::uint32_t& curr = vcpus_[vc].curr;
   if (curr == t) return;
+  if (curr != kNone) threads_[curr].last_ran = port_.now();
   if (trace_) {
     if (curr != kNone) trace_->thread_off(vcpus_[vc].id, curr, port_.now());
     if (t != kNone) trace_->thread_on(vcpus_[vc].id, t, port_.now());
@@ -497,7 +544,7 @@ void GuestOs::send_message(std::uint32_t t) {
   credit(w, wt.step.result);
   workload_->on_message(w, m, port_.now(), measuring());
   advance_thread(w);
-  if (!wt.blocked) place_woken(w);
+  if (!wt.blocked) place_woken(w, true);
 }
 
 // ---------------------------------------------------------------------------------------------

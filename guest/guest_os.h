@@ -9,8 +9,13 @@
 //  - a vCPU runs its current thread; when others wait on it, the threads rotate every guest
 //    slice of executed work (MODEL: the slice counts reference work, not guest time);
 //  - a waking thread goes to its previous vCPU if that is idle, else to any idle vCPU, else
-//    queues on its previous vCPU (select_idle_sibling, coarsely); an idle vCPU steals a waiting
-//    thread from the busiest vCPU (newidle balance) before it halts;
+//    queues on its previous vCPU (select_idle_sibling, coarsely);
+//  - a vCPU about to go idle first tries newidle balance as Linux does (fair.c newidle_balance,
+//    can_migrate_task/task_hot): not at all while its avg_idle is below sysctl_sched_migration_cost
+//    (500 us: its idle periods are too short to pay for a pull), and then it steals only a waiting
+//    thread of the busiest vCPU that is not cache-hot (last ran at least migration_cost ago). So
+//    a thread just woken onto a halted vCPU is not snatched back by its waker's vCPU: the
+//    ping-pong of request/reply workloads goes through real halts and wake-ups, as on a guest;
 //  - bare metal: thread i is the host entity i, one-to-one, no guest scheduling at all.
 //
 // Locks (spinlock.h, mutex.h). A compute Step with `lock` >= 0 is "work_ns, then acquire lock
@@ -52,8 +57,9 @@
 // Channels (channel.h). A kReceive step takes a queued message at once, or sleeps its thread
 // until one is sent: the sender's compute step with `send_to` completes, the message goes to
 // the first waiter, which is woken and placed like any waking thread (a halted vCPU is kicked).
-// The receive's `result` is credited on arrival. MODEL: the send and the wake-up cost nothing
-// beyond the sender's own compute step (the wake-up IPI cost belongs to the host's IPI model).
+// The receive's `result` is credited on arrival. A wake-up by a running vCPU (a send, a mutex
+// hand-over) onto a halted vCPU reaches it after GuestParams::wake_ipi, the reschedule IPI's
+// cost; MODEL: the sender is not charged for it (its compute step already ended).
 #pragma once
 
 #include <cstdint>
@@ -77,6 +83,13 @@ struct GuestParams {
   /// stream): processes "started at the same time" by a script start a fork and exec apart, and
   /// which one runs first can decide an unfair scheduler's outcome. 0: all start at once.
   sim::Duration start_jitter = 0;
+  /// A thread woken by another running vCPU onto a halted vCPU waits for the reschedule IPI:
+  /// the waker's x2APIC ICR write exits and KVM kicks the target's thread. "~7k cycles (~2.8 us
+  /// at 2.5 GHz) per send" through the emulated ICR (KVM-list posting, Sept 2020; the 5.6
+  /// single-target fast path saves only 200+ cycles): ../shared/reference/spinlocks-and-workloads.md
+  /// section 1.3, "Per-event costs". MODEL: folded into the wake-up's latency, as kick_latency is
+  /// for PV kicks; the waker is not charged. Timer and device wake-ups need no IPI. 0: none.
+  sim::Duration wake_ipi = 2800;
 };
 
 /// Results of one guest over the measured interval.
@@ -126,6 +139,7 @@ class GuestOs final : public hv::GuestHooks {
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   static constexpr std::uint64_t kKickToken = std::uint64_t{1} << 63;  ///< | local vCPU index
   static constexpr std::uint64_t kIpiToken = std::uint64_t{1} << 62;   ///< | local target vCPU
+  static constexpr std::uint64_t kWakeToken = std::uint64_t{1} << 61;  ///< | local target vCPU
   enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kRetry, kHold, kIpi, kIpiDone };
   struct LockState {
     LockSpec spec;
@@ -142,6 +156,7 @@ class GuestOs final : public hv::GuestHooks {
     std::uint32_t vcpu = 0;      ///< local vCPU index it is on (or last ran on)
     std::uint32_t next = kNone;  ///< intrusive FIFO link in its vCPU's queue
     bool blocked = false;
+    sim::Time last_ran = 0;      ///< when it last left a vCPU (task_hot's exec_start)
     sim::RngStream rng;
     LockPhase phase = LockPhase::kNone;
     bool halted = false;            ///< its vCPU halted in the PV slow path, not run since
@@ -153,16 +168,28 @@ class GuestOs final : public hv::GuestHooks {
     hv::VcpuId id = 0;
     std::uint32_t curr = kNone;  ///< thread whose segment the vCPU executes
     std::uint32_t head = kNone, tail = kNone, queued = 0;
+    /// Linux rq->avg_idle: a running average (1/8 weight) of its idle periods, capped at
+    /// 2 x migration_cost; starts at the cap (sched_init). idle_stamp: when it went idle, or -1.
+    sim::Duration avg_idle = 2 * kMigrationCost;
+    sim::Time idle_stamp = -1;
+    bool wake_ipi_pending = false;  ///< a reschedule IPI to it is on its way (GuestParams::wake_ipi)
   };
+  /// sysctl_sched_migration_cost, 500000 ns (kernel/sched/fair.c): below it a task is cache-hot
+  /// and an idle period too short for newidle balancing.
+  static constexpr sim::Duration kMigrationCost = 500'000;
 
   std::uint32_t local(hv::VcpuId v) const { return v - base_; }
   void enqueue(std::uint32_t vc, std::uint32_t t);
   std::uint32_t dequeue(std::uint32_t vc);
+  /// newidle_balance for vc: a non-hot waiting thread of the busiest vCPU, unlinked, or kNone.
+  std::uint32_t newidle_pull(std::uint32_t vc);
   /// Give the vCPU (which is running on the host) something to execute, or halt it.
   void run_next(std::uint32_t vc);
   void issue_segment(std::uint32_t vc, std::uint32_t t);
   void advance_thread(std::uint32_t t);  ///< draw the next step; blocks go to sleep
-  void place_woken(std::uint32_t t);
+  /// Queue a woken thread (select_idle_sibling, coarsely) and wake its vCPU if halted: at once
+  /// for a timer wake-up, after the reschedule IPI when `by_vcpu` (another vCPU woke it).
+  void place_woken(std::uint32_t t, bool by_vcpu);
   /// Makes thread t (or kNone) vCPU vc's current thread, telling the trace.
   void set_curr(std::uint32_t vc, std::uint32_t t);
   bool vcpu_idle(std::uint32_t vc) const { return vcpus_[vc].curr == kNone && vcpus_[vc].queued == 0; }
@@ -177,6 +204,7 @@ class GuestOs final : public hv::GuestHooks {
   void spin_expired(std::uint32_t vc, std::uint32_t t);
   void end_spin(std::uint32_t t);  ///< folds the spin CPU time into the lock's stats
   void deliver_kick(std::uint32_t vc);
+  void deliver_wake_ipi(std::uint32_t vc);  ///< GuestParams::wake_ipi has passed: kick vc
   // Channels (see "Channels" above).
   bool try_receive(std::uint32_t t);       ///< a kReceive step: take a queued message, or wait
   void send_message(std::uint32_t t);      ///< its completed step's send_to
