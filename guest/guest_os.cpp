@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "guest/guest_os.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace vcpusim::guest {
@@ -45,12 +44,11 @@ std::uint32_t GuestOs::dequeue(std::uint32_t vc) {
   if (s.head == kNone) s.tail = kNone;
   --s.queued;
   threads_[t].next = kNone;
+  threads_[t].woken_idle = false;
   return t;
 }
 
-std::uint32_t GuestOs::newidle_pull(std::uint32_t vc) {
-  // newidle_balance(): "if (this_rq->avg_idle < sysctl_sched_migration_cost || !overload)" skip.
-  if (vcpus_[vc].avg_idle < kMigrationCost) return kNone;
+std::uint32_t GuestOs::newidle_pull() {
   std::uint32_t busiest = kNone, most = 0;
   for (std::uint32_t o = 0; o < vcpus_.size(); ++o)
     if (vcpus_[o].queued > most) {
@@ -58,12 +56,9 @@ std::uint32_t GuestOs::newidle_pull(std::uint32_t vc) {
       busiest = o;
     }
   if (busiest == kNone) return kNone;
-  // detach_tasks(): the first waiting thread can_migrate_task() allows; newidle balancing never
-  // raises nr_balance_failed, so a cache-hot one (task_hot: ran within migration_cost) stays.
   VcpuState& b = vcpus_[busiest];
-  const sim::Time now = port_.now();
   for (std::uint32_t prev = kNone, t = b.head; t != kNone; prev = t, t = threads_[t].next) {
-    if (now - threads_[t].last_ran < kMigrationCost) continue;
+    if (threads_[t].woken_idle) continue;
     (prev == kNone ? b.head : threads_[prev].next) = threads_[t].next;
     if (b.tail == t) b.tail = prev;
     --b.queued;
@@ -167,10 +162,9 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
 void GuestOs::run_next(std::uint32_t vc) {
   VcpuState& s = vcpus_[vc];
   std::uint32_t t = dequeue(vc);
-  if (t == kNone && !bare_metal_) t = newidle_pull(vc);
+  if (t == kNone && !bare_metal_) t = newidle_pull();
   if (t == kNone) {
     set_curr(vc, kNone);
-    s.idle_stamp = port_.now();
     port_.halt(s.id);
     return;
   }
@@ -454,14 +448,9 @@ void GuestOs::place_woken(std::uint32_t t, bool by_vcpu) {
   }
   enqueue(target, t);
   VcpuState& ts = vcpus_[target];
-  if (ts.idle_stamp >= 0) {
-    // ttwu_do_wakeup(): update_avg(&rq->avg_idle, now - idle_stamp), capped at 2 x max_idle_balance_cost.
-    const sim::Duration delta = port_.now() - ts.idle_stamp;
-    ts.avg_idle = std::min<sim::Duration>(ts.avg_idle + (delta - ts.avg_idle) / 8, 2 * kMigrationCost);
-    ts.idle_stamp = -1;
-  }
   const hv::VcpuId id = vcpus_[target].id;
   if (!port_.is_blocked(id) || polling(target)) return;
+  threads_[t].woken_idle = !bare_metal_;
   if (by_vcpu && !bare_metal_ && params_.wake_ipi > 0) {
     if (!ts.wake_ipi_pending) {
       ts.wake_ipi_pending = true;
@@ -502,7 +491,6 @@ void GuestOs::on_timer(std::uint64_t token) {
 void GuestOs::set_curr(std::uint32_t vc, std::uint32_t t) {
   std::uint32_t& curr = vcpus_[vc].curr;
   if (curr == t) return;
-  if (curr != kNone) threads_[curr].last_ran = port_.now();
   if (trace_) {
     if (curr != kNone) trace_->thread_off(vcpus_[vc].id, curr, port_.now());
     if (t != kNone) trace_->thread_on(vcpus_[vc].id, t, port_.now());

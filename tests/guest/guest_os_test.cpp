@@ -174,22 +174,6 @@ TEST(GuestOs, IdleVcpuPullsAWaitingThread) {
   EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).running, sim::ms(2) + kCs);
 }
 
-TEST(GuestOs, NewidleBalanceLeavesACacheHotThreadQueued) {
-  // As above, but with a 100 us guest slice: threads 0 and 2 rotate on vCPU 0, so when thread 1
-  // sleeps at 1 ms + cs, thread 2 last ran less than 100 us ago: cache-hot (task_hot: within
-  // sysctl_sched_migration_cost, 500 us), and newidle balancing may not take it. vCPU 1 halts
-  // after its 1 ms + cs; vCPU 0 runs all 3 ms of the other two threads' work (+ cs).
-  TestHost h(test::flat(2));
-  auto vm = h.add_vm(test::vm_pinned_each("a", {0, 1}),
-                     std::make_unique<OnceWorkload>(std::vector<double>{2e6, 1e6, 1e6}),
-                     guest::GuestParams{sim::us(100), 0});
-  h.start();
-  h.run_until(sim::ms(4));
-  EXPECT_EQ(vm.os->results().steps, 3u);
-  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).running, sim::ms(1) + kCs);
-  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(3) + kCs);
-}
-
 TEST(GuestOs, BareMetalMapsThreadIToEntityI) {
   // Bare metal: no guest scheduler, thread i is entity i. Thread i computes (i + 1) ms once; on a
   // 4-core machine without SMT each runs alone at rate 1: entity i runs cs + (i + 1) ms, halts.

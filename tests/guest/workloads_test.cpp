@@ -84,9 +84,9 @@ TEST(Mutilate, OneClientIsBoundByOneRequestsRoundTrip) {
 TEST(Mutilate, EachRequestWakesTwoHaltedVcpusThroughReschedulingIpis) {
   // One client, 8 vCPUs on 8 threads: the client's vCPU sends and halts, the worker's halted vCPU
   // is woken by the reschedule IPI (guest.wake_ipi after the send), switched in (2 us), serves
-  // and replies; the client's vCPU is woken the same way. Newidle balancing never pulls the
-  // woken thread back (its vCPU's idle periods are far below 500 us, and the thread just ran),
-  // so every request costs round trip + 2 (wake_ipi + 2 us). Exponential draws over ~30k
+  // and replies; the client's vCPU is woken the same way. Newidle balancing on the waker's vCPU
+  // never pulls the woken thread back from the halted vCPU it was woken onto, so every request
+  // costs round trip + 2 (wake_ipi + 2 us). Exponential draws over ~30k
   // requests move the mean by < 1%.
   const guest::Mutilate m(guest::Mutilate::Params{});
   for (const double ipi_us : {2.8, 0.0}) {
