@@ -50,7 +50,9 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     d.os = std::make_unique<guest::GuestOs>(host, static_cast<hv::DomainId>(&d - doms.data()), ids,
                                             make_workload(d.group->workload), d.group->bare_metal, spec.guest,
                                             seed, "domain/" + d.spec->name);
-    d.id = host.add_domain(*d.spec, d.os.get());
+    hv::DomainSpec ds = *d.spec;
+    ds.cache_footprint = d.os->workload().cache_footprint_bytes();
+    d.id = host.add_domain(ds, d.os.get());
   }
   if (observer) {
     std::vector<guest::GuestOs*> oses;

@@ -24,6 +24,9 @@ std::vector<ParamSpec> Mutilate::param_specs() {
        "GB/s of one core copying the value into or out of a socket [E] (README: ~10 GB/s refill)"},
       {"mem_intensity", ParamSpec::Kind::kDouble, d.mem_intensity, 0.0, 1.0, {},
        "memory-stall share (note 3: moderate, hash table plus slabs) [E]"},
+      {"cache_footprint", ParamSpec::Kind::kInt, d.footprint_bytes, 1024, 1 << 30, {},
+       "bytes a thread touches between sleeps, refilled after a move to another core [E]: a 16 KiB "
+       "value copied (source and destination) plus ~32 KiB of kernel, libevent code and stack"},
   };
 }
 
@@ -36,6 +39,7 @@ std::unique_ptr<Workload> Mutilate::make(const sim::ParamValues& v) {
   p.server_ns = v.get("server_time", p.server_ns);
   p.copy_gbps = v.get("copy_bandwidth", p.copy_gbps);
   p.mem_intensity = v.get("mem_intensity", p.mem_intensity);
+  p.footprint_bytes = v.get("cache_footprint", p.footprint_bytes);
   return std::make_unique<Mutilate>(p);
 }
 

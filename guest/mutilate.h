@@ -40,6 +40,7 @@ class Mutilate final : public Workload {
     double server_ns = 10e3;           ///< memcached CPU per GET, without the value copy
     double copy_gbps = 10.0;           ///< GB/s of one core copying the value
     double mem_intensity = 0.3;
+    double footprint_bytes = 64 * 1024;  ///< cache a thread refills after a migration [E]
   };
   static std::vector<sim::ParamSpec> param_specs();
   static std::unique_ptr<Workload> make(const sim::ParamValues& v);
@@ -54,6 +55,7 @@ class Mutilate final : public Workload {
   std::uint32_t process_of(std::uint32_t thread) const override { return thread < p_.server_threads ? 0 : 1; }
   std::vector<std::pair<std::string, double>> figures() const override;
   std::string_view study_metric() const override { return "ops_per_sec"; }
+  double cache_footprint_bytes() const override { return p_.footprint_bytes; }
 
   /// The CPU of one request alone (client + server, copies included): with one client thread
   /// and nothing else running, QPS cannot exceed 1e9 / round_trip_ns().

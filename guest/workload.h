@@ -83,6 +83,9 @@ class Workload {
   /// The name under which studies read this benchmark's figure as one run-level metric
   /// (app/runner.cpp: the mean over the domains running it), e.g. "ops_per_sec"; "" for none.
   virtual std::string_view study_metric() const { return {}; }
+  /// Bytes of cache a thread refills after moving to another core: what it touches between
+  /// sleeps. 0: the host's default (ExecParams::cold_footprint_bytes, an L2's worth).
+  virtual double cache_footprint_bytes() const { return 0; }
 };
 
 struct WorkloadInfo {

@@ -132,7 +132,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
   if (v.last_ran != kNoPcpu && !topo_.same_core(v.last_ran, p)) {
     // Moved to another core: its private caches are cold (and the LLC too across nodes).
     ++v.migrations;
-    sim::Duration cold = spec_.exec.cold_duration;
+    sim::Duration cold = domains_[v.domain].cold_duration;
     if (!topo_.same_node(v.last_ran, p)) cold = static_cast<sim::Duration>(cold * spec_.exec.cold_cross_node_factor);
     if (cold > 0) {
       v.cold_until = now_ + spec_.exec.context_switch + cold;

@@ -91,6 +91,9 @@ struct Domain {
   std::vector<double> memory_on_node;
   /// excess[n]: sum_j memory_on_node[j] * (latency_ratio(n, j) - 1), precomputed per node n.
   std::vector<double> numa_excess;
+  /// Its entities' cold window after a move to another core (ExecParams::cold_duration scaled
+  /// by its cache footprint), before the cross-node factor.
+  sim::Duration cold_duration = 0;
   /// Core scheduling: time a sibling idled while this domain's entity was refused (closed episodes).
   sim::Duration forced_idle = 0;
 };

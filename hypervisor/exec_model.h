@@ -38,6 +38,10 @@ struct ExecParams {
   /// A migration to another core leaves the entity cache-cold: it runs at cold_rate for
   /// cold_duration after it next starts. [E] estimate: an L2 refill of ~1 MiB at ~10 GB/s.
   sim::Duration cold_duration = sim::us(100);
+  /// The working set whose refill cold_duration stands for (the 1 MiB above). A domain whose
+  /// workload touches less (DomainSpec::cache_footprint) gets a window shortened in proportion:
+  /// a task that touches 64 KiB between sleeps has no 1 MiB to refill.
+  double cold_footprint_bytes = 1024.0 * 1024.0;
   double cold_rate = 0.5;
   /// Extra coldness when the move crosses nodes (LLC lost too): the window is multiplied.
   double cold_cross_node_factor = 3.0;

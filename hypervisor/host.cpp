@@ -56,6 +56,10 @@ DomainId Host::add_domain(const DomainSpec& spec, GuestHooks* guest) {
   d.bare_metal = spec.bare_metal;
   d.weight = spec.weight;
   d.cap_pct = spec.cap_pct;
+  d.cold_duration = spec_.exec.cold_duration;
+  if (spec.cache_footprint > 0 && spec.cache_footprint < spec_.exec.cold_footprint_bytes)
+    d.cold_duration = static_cast<sim::Duration>(static_cast<double>(spec_.exec.cold_duration) * spec.cache_footprint /
+                                                 spec_.exec.cold_footprint_bytes);
   const std::uint32_t nodes = topo_.num_nodes();
   d.memory_on_node = spec.memory_on_node;
   if (d.memory_on_node.empty()) {

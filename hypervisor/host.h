@@ -63,6 +63,9 @@ struct DomainSpec {
   std::vector<topo::CpuSet> hard, soft;
   /// Share of memory per node (size nodes, sums to 1; empty: all on node 0).
   std::vector<double> memory_on_node;
+  /// Bytes of cache its entities refill after a migration (Workload::cache_footprint_bytes);
+  /// 0: ExecParams::cold_footprint_bytes, the default window.
+  double cache_footprint = 0;
 };
 
 class InvariantViolation : public std::runtime_error {

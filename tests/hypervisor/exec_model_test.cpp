@@ -185,9 +185,11 @@ struct MoveResult {
   std::uint64_t migrations;
   topo::ThreadId ran_on;
 };
-MoveResult move_and_run(const topo::TopologySpec& spec, topo::CpuSet a_hard, double w2) {
+MoveResult move_and_run(const topo::TopologySpec& spec, topo::CpuSet a_hard, double w2, double footprint = 0) {
   TestHost h(spec);
-  auto a = h.add_fake(test::vm("a", 1, a_hard));
+  hv::DomainSpec da = test::vm("a", 1, a_hard);
+  da.cache_footprint = footprint;
+  auto a = h.add_fake(da);
   auto b = h.add_fake(test::vm("b", 1, test::cpus({0})));
   h.start();
   const hv::VcpuId va = a.vcpus[0], vb = b.vcpus[0];
@@ -217,6 +219,18 @@ TEST(ExecModel, CrossCoreMigrationRunsColdForTheColdWindow) {
   EXPECT_EQ(r.ran_on, 1u);
   EXPECT_EQ(r.migrations, 1u);
   EXPECT_NEAR(r.done, 3e6 + kCs + w2 + 50e3, 2.0);
+}
+
+TEST(ExecModel, SmallCacheFootprintShortensTheColdWindow) {
+  // The same move for a domain whose workload touches 64 KiB (1/16 of the 1 MiB the default
+  // window refills): the window is 100 us / 16 = 6.25 us at rate 0.5, 3.125 us of work lost.
+  // A footprint above 1 MiB keeps the default window (an L2 holds no more).
+  const double w2 = 1e6;
+  MoveResult r = move_and_run(test::flat(2), test::cpus({0, 1}), w2, 64 * 1024);
+  EXPECT_EQ(r.migrations, 1u);
+  EXPECT_NEAR(r.done, 3e6 + kCs + w2 + 3125, 2.0);
+  MoveResult big = move_and_run(test::flat(2), test::cpus({0, 1}), w2, 8 * 1024 * 1024);
+  EXPECT_NEAR(big.done, 3e6 + kCs + w2 + 50e3, 2.0);
 }
 
 TEST(ExecModel, CrossNodeMigrationStretchesTheColdWindow) {
