@@ -107,6 +107,20 @@ TEST(Reproduce, PublishedChangesAboveNoiseAndTheModelsSign) {
   EXPECT_EQ(res.significant_agree, 1u);
 }
 
+// A higher-is-better cell of runs {50, 150}: Hmean 75 by default, Amean 100 when the
+// publication's "Average" is arithmetic (mean: arithmetic).
+TEST(Reproduce, ModelMeanIsThePublicationsStatistic) {
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_row = "A";
+  r.published = {{"A", "", "", 100, -1}};
+  const std::vector<nlohmann::json> recs = {rec("A", 50, 0), rec("A", 150, 1)};
+  EXPECT_NEAR(evaluate(r, recs).cells[0].model, 75.0, 1e-9);
+  r.harmonic = false;
+  EXPECT_NEAR(evaluate(r, recs).cells[0].model, 100.0, 1e-9);
+}
+
 TEST(Reproduce, ShippedReproductionsLoad) {
   const auto names = list_reproductions();
   ASSERT_FALSE(names.empty());
