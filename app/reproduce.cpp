@@ -39,8 +39,8 @@ Reproduction load_reproduction(const std::string& name_or_path,
     }
   }
   const YamlReader root = YamlReader::load_file(path);
-  root.only({"source", "description", "metric", "higher_is_better", "rows", "baseline", "tolerance_pct", "scenario",
-             "published", "explain"});
+  root.only({"source", "description", "metric", "higher_is_better", "mean", "rows", "baseline", "tolerance_pct",
+             "scenario", "published", "explain"});
   Reproduction r;
   r.file = path;
   r.name = std::filesystem::path(path).stem().string();
@@ -48,6 +48,13 @@ Reproduction load_reproduction(const std::string& name_or_path,
   r.description = root.get_string("description", "");
   r.metric = root.at("metric").as_string();
   r.higher_is_better = root.get_bool("higher_is_better", true);
+  r.harmonic = r.higher_is_better;
+  if (root.has("mean")) {
+    const YamlReader m = root.at("mean");
+    const std::string v = m.as_string();
+    if (v != "arithmetic" && v != "harmonic") m.fail("expected arithmetic or harmonic, got '" + v + "'");
+    r.harmonic = v == "harmonic";
+  }
   r.rows = root.at("rows").as_string();
   r.tolerance_pct = root.get_double("tolerance_pct", 10, 0, 1000);
   if (root.has("baseline")) {
@@ -139,7 +146,7 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
   }
   auto mean_of = [&](const std::vector<double>& xs) {
     const Summary s = summarize(xs);
-    return r.higher_is_better ? s.hmean : s.amean;
+    return r.harmonic ? s.hmean : s.amean;
   };
   for (const PublishedCell& p : r.published) {
     CellResult c;
@@ -214,8 +221,9 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
 void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
                         const ReproductionResult& res) {
   fmt::print(os, "reproduction {}: {}\nsource: {}\n", r.name, r.description, r.source);
-  fmt::print(os, "metric {} ({}), rows = {}, tolerance {:g}%\n\n", r.metric,
-             r.higher_is_better ? "higher is better, Hmean" : "lower is better, Amean", r.rows, r.tolerance_pct);
+  fmt::print(os, "metric {} ({}, model {} beside published), rows = {}, tolerance {:g}%\n\n", r.metric,
+             r.higher_is_better ? "higher is better" : "lower is better", r.harmonic ? "Hmean" : "Amean", r.rows,
+             r.tolerance_pct);
   CompareOptions o;
   o.metric = r.metric;
   o.by = r.rows;

@@ -43,6 +43,10 @@ struct PublishedCell {
 struct Reproduction {
   std::string name, file, source, description, metric, rows;
   bool higher_is_better = true;
+  /// The model mean set beside the published value: the publication's own statistic (`mean:`
+  /// arithmetic or harmonic; default harmonic for higher-is-better metrics, as mmtests' Hmean,
+  /// else arithmetic).
+  bool harmonic = true;
   std::string baseline_row, baseline_column;  ///< one of the two is set
   double tolerance_pct = 10;
   std::vector<PublishedCell> published;

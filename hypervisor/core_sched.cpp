@@ -197,7 +197,19 @@ void Host::check_cookies(PcpuId p) const {
 // and charges the run time since the last core pick to the fairness state of kFiTime (credit
 // consumed by running) and kFiBudget (allowance consumed while a sibling idled). Returns whether
 // the core was in forced idle (Linux fi_before).
-bool Host::core_account(const topo::CpuSet& core) {
+//
+// kFiTime credits an episode only to a forced-idle pCPU that is itself the picker. Tim Chen's
+// patch (26 Jul 2019, f96350c1-25a9-0564-ff46-6658e96d726c@linux.intel.com, "sched: Account the
+// forced idle time") adds the clock delta to the root cfs.min_vruntime inside
+// update_rq_clock_task() while rq->core_forceidle is set. A forced-idle CPU's clock moves when it
+// schedules itself (its own __schedule, or a wake-up enqueued on it, update_rq_clock before the
+// pick) and then the whole episode is credited. But when the running sibling does the core-wide
+// pick, v3's pick_next_task clears rq_i->core_forceidle in its "reset state" loop *before* it
+// calls update_rq_clock(rq_i) for the other siblings, so the episode's time passes uncredited:
+// a re-pick by the runner (Aaron's tick hack in tim-sched) finds the two sides still tied.
+// MODEL: no other clock update of the idle CPU is modelled (its tick is stopped in NOHZ idle;
+// nohz blocked-load updates stop once its load is no longer blocked).
+bool Host::core_account(const topo::CpuSet& core, PcpuId picker) {
   const CoreSchedParams& cs = spec_.core_sched;
   bool fi_before = false;
   core.for_each([&](PcpuId s) { fi_before = fi_before || pcpus_[s].forced_idle; });
@@ -218,7 +230,7 @@ bool Host::core_account(const topo::CpuSet& core) {
     const sim::Duration d = now_ - pc.fi_since;
     pc.forced_idle_time += d;
     domains_[pc.fi_domain].forced_idle += d;
-    fi_credit_[s] += static_cast<double>(d);
+    if (s == picker) fi_credit_[s] += static_cast<double>(d);
     pc.forced_idle = false;
   });
   return fi_before;
@@ -283,7 +295,7 @@ void Host::core_schedule(PcpuId p) {
   }
 
   ++core_picks_;
-  const bool fi_before = core_account(core);
+  const bool fi_before = core_account(core, p);
   constexpr std::size_t kMax = 16;
   std::array<PcpuId, kMax> sib{};
   std::array<Pick, kMax> cand{};

@@ -199,7 +199,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void core_schedule(PcpuId p);
   double core_prio(PcpuId s, VcpuId v, bool fi_before, PcpuId leader) const;
   bool core_beats(PcpuId cs, VcpuId c, PcpuId ms, VcpuId m, bool fi_before, PcpuId leader) const;
-  bool core_account(const topo::CpuSet& core);
+  bool core_account(const topo::CpuSet& core, PcpuId picker);
   void check_cookies(PcpuId p) const;
   bool core_runs_other_cookie(PcpuId p, std::uint64_t cookie) const;
   void core_repick(PcpuId leader);

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "app/config_error.h"
 #include "app/reproduce.h"
 
 namespace vcpusim::app {
@@ -105,6 +109,42 @@ TEST(Reproduce, PublishedChangesAboveNoiseAndTheModelsSign) {
   EXPECT_EQ(column_pairs(r, res).size(), 2u);
   EXPECT_EQ(res.significant, 1u);
   EXPECT_EQ(res.significant_agree, 1u);
+}
+
+// A higher-is-better cell of runs {50, 150}: Hmean 75 by default, Amean 100 when the
+// publication's "Average" is arithmetic (mean: arithmetic).
+TEST(Reproduce, ModelMeanIsThePublicationsStatistic) {
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_row = "A";
+  r.published = {{"A", "", "", 100, -1}};
+  const std::vector<nlohmann::json> recs = {rec("A", 50, 0), rec("A", 150, 1)};
+  EXPECT_NEAR(evaluate(r, recs).cells[0].model, 75.0, 1e-9);
+  r.harmonic = false;
+  EXPECT_NEAR(evaluate(r, recs).cells[0].model, 100.0, 1e-9);
+}
+
+TEST(Reproduce, UnknownMeanIsAConfigErrorAtItsLine) {
+  const Reproduction shipped = load_reproduction("coresched-sysbench", {});
+  std::ifstream in(shipped.file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const std::string from = "mean: arithmetic";
+  ASSERT_NE(yaml.find(from), std::string::npos);
+  yaml.replace(yaml.find(from), from.size(), "mean: geometric");
+  const auto path = std::filesystem::temp_directory_path() / "vcpusim-reproduce-bad-mean.yaml";
+  std::ofstream(path) << yaml;
+  try {
+    load_reproduction(path.string(), {});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "mean");
+    EXPECT_GT(e.line(), 0);
+    EXPECT_NE(std::string(e.what()).find("geometric"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(Reproduce, ShippedReproductionsLoad) {
