@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "guest/guest_os.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace vcpusim::guest {
@@ -19,7 +20,10 @@ GuestOs::GuestOs(hv::GuestPort& port, hv::DomainId domain, std::vector<hv::VcpuI
   threads_.resize(n);
   for (std::uint32_t t = 0; t < n; ++t)
     threads_[t].rng = sim::RngStream(master_seed, seed_name + "/thread/" + std::to_string(t));
-  for (const LockSpec& l : workload_->locks()) locks_.push_back(LockState{l, {}, Mutex(l.params.barging), {}, false});
+  for (const LockSpec& l : workload_->locks()) {
+    locks_.push_back(LockState{l, {}, Mutex(l.params.barging || l.params.kind == LockKind::kAdaptive), {}, false, {}});
+    locks_.back().spinners.reserve(n);
+  }
   kick_for_.assign(vcpus_.size(), kNone);
   channels_.resize(workload_->channels());
   thread_results_.assign(n, 0.0);
@@ -127,6 +131,13 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
       th.phase = LockPhase::kSpin;
       start_spin(vc, t, true);
       return;
+    case LockPhase::kSpinWait:  // its spin was cut off the vCPU: the lock first, else spin again
+      if (locks_[th.step.lock].mutex.owner() == Mutex::kNone) {
+        spinner_takes(t);
+        return;
+      }
+      port_.set_work(vcpus_[vc].id, locks_[th.step.lock].spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
+      return;
     case LockPhase::kTake:
     case LockPhase::kRetry:
       th.halted = false;
@@ -175,6 +186,12 @@ void GuestOs::run_next(std::uint32_t vc) {
 void GuestOs::on_vcpu_scheduled(hv::VcpuId v, bool has_work) {
   const std::uint32_t vc = local(v);
   if (ipis_.owes(vc)) arm_ipi(vc);
+  const std::uint32_t c = vcpus_[vc].curr;
+  if (has_work && c != kNone && threads_[c].phase == LockPhase::kSpinWait &&
+      locks_[threads_[c].step.lock].mutex.owner() == Mutex::kNone) {
+    spinner_takes(c);  // its next test of the lock word finds it free
+    return;
+  }
   if (has_work) return;
   if (vcpus_[vc].curr != kNone) issue_segment(vc, vcpus_[vc].curr);
   else run_next(vc);
@@ -186,6 +203,10 @@ void GuestOs::on_work_done(hv::VcpuId v) {
   Thread& th = threads_[t];
   if (th.phase == LockPhase::kSpin) {
     spin_expired(vc, t);
+    return;
+  }
+  if (th.phase == LockPhase::kSpinWait) {
+    spin_wait_expired(vc, t);
     return;
   }
   if (th.phase == LockPhase::kTake) {
@@ -258,9 +279,16 @@ void GuestOs::begin_acquire(std::uint32_t vc, std::uint32_t t) {
   LockState& l = locks_[th.step.lock];
   th.wait_since = port_.now();
   if (lock_observer_) lock_observer_->requested(static_cast<std::uint32_t>(th.step.lock), t, port_.now());
-  const bool got = spin_kind(l) ? l.ticket.arrive(t) : l.mutex.lock(t);
+  const bool got = spin_kind(l) ? l.ticket.arrive(t) : adaptive(l) ? l.mutex.try_lock(t) : l.mutex.lock(t);
   if (got) {
     lock_acquired(vc, t, false);
+    return;
+  }
+  if (adaptive(l)) {
+    th.phase = LockPhase::kSpinWait;
+    l.spinners.push_back(t);
+    th.spin_run0 = port_.run_time(vcpus_[vc].id);
+    port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
     return;
   }
   if (!spin_kind(l)) {
@@ -308,6 +336,14 @@ void GuestOs::release_lock(std::uint32_t t) {
   if (lock_observer_) lock_observer_->released(lock_index, t, port_.now());
   if (!spin_kind(l)) {
     const std::uint32_t w = l.mutex.unlock();
+    if (adaptive(l)) {
+      // Test-and-set: the first spinner on a pCPU sees the lock free and takes it.
+      for (const std::uint32_t s : l.spinners)
+        if (port_.is_running(vcpus_[threads_[s].vcpu].id)) {
+          spinner_takes(s);
+          break;
+        }
+    }
     if (w == kNone) return;
     threads_[w].phase = l.mutex.barging() ? LockPhase::kRetry : LockPhase::kTake;
     threads_[w].blocked = false;
@@ -355,6 +391,18 @@ void GuestOs::retry_mutex(std::uint32_t vc, std::uint32_t t) {
   LockState& l = locks_[th.step.lock];
   // The futex-woken waiter retries (glibc lll_lock's loop): a barger may have taken the lock
   // meanwhile, then it sleeps again, queued at the tail. Its wait runs from its first request.
+  // An adaptive waiter goes back to its spin loop instead (InnoDB's wait loop spins again).
+  if (adaptive(l)) {
+    if (l.mutex.try_lock(t)) {
+      lock_acquired(vc, t, true);
+      return;
+    }
+    th.phase = LockPhase::kSpinWait;
+    l.spinners.push_back(t);
+    th.spin_run0 = port_.run_time(vcpus_[vc].id);
+    port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
+    return;
+  }
   if (l.mutex.lock(t)) {
     lock_acquired(vc, t, true);
     return;
@@ -380,6 +428,32 @@ void GuestOs::end_spin(std::uint32_t t) {
   Thread& th = threads_[t];
   const sim::Duration burned = port_.run_time(vcpus_[th.vcpu].id) - th.spin_run0;
   if (measuring()) locks_[th.step.lock].stats.spin_ns += static_cast<double>(burned);
+}
+
+void GuestOs::spinner_takes(std::uint32_t t) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  if (!l.mutex.try_lock(t)) throw std::logic_error("adaptive lock " + l.spec.name + ": a spinner took a held lock");
+  l.spinners.erase(std::find(l.spinners.begin(), l.spinners.end(), t));
+  end_spin(t);
+  th.phase = LockPhase::kTake;
+  port_.set_work(vcpus_[th.vcpu].id, l.spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
+}
+
+void GuestOs::spin_wait_expired(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  l.spinners.erase(std::find(l.spinners.begin(), l.spinners.end(), t));
+  end_spin(t);
+  if (l.mutex.try_lock(t)) {  // the last test of the lock word
+    lock_acquired(vc, t, true);
+    return;
+  }
+  l.mutex.wait(t);  // then os_event_wait / futex: sleep until an unlock wakes it
+  th.phase = LockPhase::kSleep;
+  th.blocked = true;
+  set_curr(vc, kNone);
+  run_next(vc);
 }
 
 void GuestOs::spin_expired(std::uint32_t vc, std::uint32_t t) {
@@ -417,8 +491,8 @@ void GuestOs::on_vcpu_preempted(hv::VcpuId v) {
   const std::uint32_t t = vcpus_[local(v)].curr;
   if (t == kNone || threads_[t].phase != LockPhase::kHold) return;
   LockState& l = locks_[threads_[t].step.lock];
-  if (!spin_kind(l)) return;
-  l.lhp_counted = l.ticket.has_waiters();
+  if (!spin_kind(l) && !adaptive(l)) return;
+  l.lhp_counted = adaptive(l) ? !l.spinners.empty() : l.ticket.has_waiters();
   if (l.lhp_counted && measuring()) ++l.stats.lhp;
   if (l.lhp_counted) port_.mark("lhp", v);
 }

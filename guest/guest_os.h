@@ -33,7 +33,14 @@
 //    by anything else is spurious, it spins another threshold; Xen (poll): only the kick wakes
 //    it (GuestOs does not kick a polling vCPU to place a woken thread).
 //  - mutex, kSleep: the thread blocks (the vCPU runs another thread or halts); the unlocker
-//    hands over and wakes it like any waking thread. A barging mutex (glibc pthread, mutex.h)
+//    hands over and wakes it like any waking thread.
+//  - adaptive, kSpinWait then kSleep: a barging mutex whose waiter first spins (its vCPU burns
+//    CPU, preemption stays on: user-space spinning) for spin_wait_ns, then sleeps as a barging
+//    mutex waiter does (InnoDB's TTASEventMutex, glibc's PTHREAD_MUTEX_ADAPTIVE_NP). Acquisition
+//    is test-and-set: at a release the first spinner whose vCPU is running takes the lock (a
+//    kTake segment: the cacheline moving); a spinner whose vCPU is preempted cannot, and takes a
+//    free lock when its vCPU runs again. The unlocker still futex-wakes one sleeper to retry.
+//    MODEL: InnoDB's os_event_set wakes every sleeper; one is woken here, as glibc does. A barging mutex (glibc pthread, mutex.h)
 //    does not hand over: the woken waiter enters kRetry (a handoff_ns segment when it runs, the
 //    lock word's cacheline), then takes the lock if it is still free or sleeps again.
 // Hand-over (release with waiters): the next waiter in FIFO order owns the lock at once and
@@ -141,13 +148,14 @@ class GuestOs final : public hv::GuestHooks {
   static constexpr std::uint64_t kKickToken = std::uint64_t{1} << 63;  ///< | local vCPU index
   static constexpr std::uint64_t kIpiToken = std::uint64_t{1} << 62;   ///< | local target vCPU
   static constexpr std::uint64_t kWakeToken = std::uint64_t{1} << 61;  ///< | local target vCPU
-  enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kRetry, kHold, kIpi, kIpiDone };
+  enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kRetry, kHold, kIpi, kIpiDone, kSpinWait };
   struct LockState {
     LockSpec spec;
     TicketSpinlock ticket;
     Mutex mutex;
     LockStats stats;
     bool lhp_counted = false;  ///< this preemption of the holder was counted
+    std::vector<std::uint32_t> spinners;  ///< adaptive: threads in their spin phase (reserved)
   };
   struct Thread {
     Step step;                   ///< the current step
@@ -198,6 +206,10 @@ class GuestOs final : public hv::GuestHooks {
   void start_spin(std::uint32_t vc, std::uint32_t t, bool new_period);
   void spin_expired(std::uint32_t vc, std::uint32_t t);
   void end_spin(std::uint32_t t);  ///< folds the spin CPU time into the lock's stats
+  void spin_wait_expired(std::uint32_t vc, std::uint32_t t);  ///< adaptive: spun out, sleep
+  bool adaptive(const LockState& l) const { return l.spec.params.kind == LockKind::kAdaptive; }
+  /// adaptive: thread t (spinning, its vCPU running) takes the free lock after the hand-off.
+  void spinner_takes(std::uint32_t t);
   void deliver_kick(std::uint32_t vc);
   void deliver_wake_ipi(std::uint32_t vc);  ///< GuestParams::wake_ipi has passed: kick vc
   // Channels (see "Channels" above).
@@ -205,7 +217,9 @@ class GuestOs final : public hv::GuestHooks {
   void send_message(std::uint32_t t);      ///< its completed step's send_to
   void credit(std::uint32_t t, double r);  ///< a step's result, inside the measured interval
   bool measuring() const { return port_.now() >= port_.measure_from(); }
-  bool spin_kind(const LockState& l) const { return l.spec.params.kind != LockKind::kMutex; }
+  bool spin_kind(const LockState& l) const {
+    return l.spec.params.kind == LockKind::kTicket || l.spec.params.kind == LockKind::kPvTicket;
+  }
   /// A PV waiter on vc waits for the kick only (Xen poll): other wake-ups must not kick vc.
   bool polling(std::uint32_t vc) const;
   // IPIs (ipi.h, "IPIs" above).

@@ -26,7 +26,11 @@ std::vector<ParamSpec> Hammerdb::param_specs() {
       {"mem_intensity", ParamSpec::Kind::kDouble, d.mem_intensity, 0.0, 1.0, {},
        "memory-stall share (note 3: buffer pool in GBs) [E]"},
   };
-  for (auto& p : lock_param_specs()) s.push_back(std::move(p));
+  for (auto& p : lock_param_specs()) {
+    // InnoDB's latches spin a bounded while, then wait in the OS (note 1.1): adaptive.
+    if (p.name == "lock") p.def = static_cast<double>(LockKind::kAdaptive);
+    s.push_back(std::move(p));
+  }
   return s;
 }
 
@@ -39,7 +43,13 @@ std::unique_ptr<Workload> Hammerdb::make(const sim::ParamValues& v) {
   p.latches = static_cast<std::uint32_t>(v.get("latches", p.latches));
   p.commit_ns = v.get("commit_time", p.commit_ns);
   p.mem_intensity = v.get("mem_intensity", p.mem_intensity);
-  p.lock = read_lock_params(v);
+  if (v.all().count("lock") == 0) {
+    sim::ParamValues w = v;
+    w.set("lock", static_cast<double>(LockKind::kAdaptive));
+    p.lock = read_lock_params(w);
+  } else {
+    p.lock = read_lock_params(v);
+  }
   return std::make_unique<Hammerdb>(p);
 }
 

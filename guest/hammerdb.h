@@ -9,12 +9,11 @@
 // latches drawn uniformly (note: "very frequent short latches held with user-space spinning"),
 // the latches holding cs_frac of the CPU time; then the commit waits for the redo-log flush
 // (`commit_time`, a block: note "commit I/O (redo/WAL fsync with group commit), 10-50% wait").
-// Latches are ticket spinlocks by default (`lock: ticket`): the waiter spins in user space
-// until the hand-off, and the host cannot see it (note 1.1/1.2: PLE is ignored at CPL > 0 on
-// Intel). MODEL: InnoDB spins at most innodb_sync_spin_loops (30) rounds of up to
-// innodb_spin_wait_delay (6) units before it waits in the OS; that bound, which only matters
-// when a latch holder is preempted, and InnoDB's unfair (test-and-set) acquisition are not
-// modelled. MODEL: latch acquisitions are coarsened (20 per transaction, holds of 5 us where the
+// Latches are InnoDB's spin-then-wait mutexes by default (`lock: adaptive`, guest_os.h): the
+// waiter spins in user space, which the host cannot see (note 1.1/1.2: PLE is ignored at CPL > 0
+// on Intel), for innodb_sync_spin_loops (30) rounds of up to innodb_spin_wait_delay (6) units,
+// then waits in the OS; acquisition is test-and-set, so a preempted waiter never stalls the
+// latch. `lock: ticket` gives the unbounded FIFO spinning of earlier versions of this model. MODEL: latch acquisitions are coarsened (20 per transaction, holds of 5 us where the
 // note gives 0.1-1 us) so that the held share stays cs_frac at a bounded event count.
 // Result: transactions per minute ("TPM", the database's own counter), counted when a
 // transaction's last latch is released, one commit before its flush completes.

@@ -11,8 +11,9 @@ using sim::ParamSpec;
 std::vector<ParamSpec> lock_param_specs() {
   const LockParams d;
   return {
-      {"lock", ParamSpec::Kind::kChoice, 0, 0, 2, {"ticket", "pvticket", "mutex"},
-       "guest lock kind: ticket (native ticket spinlock), pvticket (Linux 3.12 PV ticketlock), mutex (sleeping)"},
+      {"lock", ParamSpec::Kind::kChoice, 0, 0, 3, {"ticket", "pvticket", "mutex", "adaptive"},
+       "guest lock kind: ticket (native ticket spinlock), pvticket (Linux 3.12 PV ticketlock), mutex (sleeping), "
+       "adaptive (spin, then sleep; test-and-set: InnoDB's latches, glibc's adaptive mutex)"},
       {"spin_loop", ParamSpec::Kind::kDouble, d.spin_loop_ns, 0.1, 1000, {},
        "ns per spin loop (PAUSE + load): 2^15 loops = 0.13-0.2 ms before Skylake (note 1.1), so 5"},
       {"spin_threshold", ParamSpec::Kind::kInt, static_cast<double>(d.spin_threshold), 1, 1 << 30, {},
@@ -21,6 +22,8 @@ std::vector<ParamSpec> lock_param_specs() {
        "PV kick hypercall/event send to wake-up in the host (note 1.3: exit 0.4-1.5 us)"},
       {"handoff", ParamSpec::Kind::kDouble, d.handoff_ns, 0, 1e6, {},
        "ns to move the lock to the next waiter (note 1.4: 20-50 ns)"},
+      {"spin_wait", ParamSpec::Kind::kInt, static_cast<double>(d.spin_wait_loops), 1, 1 << 30, {},
+       "adaptive: spin loops before a waiter sleeps (InnoDB: 30 rounds x mean 3 units x 50 PAUSEs = 4500, note 1.1)"},
       {"pv_flavour", ParamSpec::Kind::kChoice, 0, 0, 1, {"kvm", "xen"},
        "PV slow path: kvm (halt, any interrupt wakes) or xen (poll the kicker event channel)"},
   };
@@ -33,6 +36,7 @@ LockParams read_lock_params(const sim::ParamValues& v) {
   p.spin_threshold = static_cast<std::uint32_t>(v.get("spin_threshold", p.spin_threshold));
   p.kick_latency = static_cast<sim::Duration>(v.get("kick_latency", static_cast<double>(p.kick_latency)));
   p.handoff_ns = v.get("handoff", p.handoff_ns);
+  p.spin_wait_loops = static_cast<std::uint32_t>(v.get("spin_wait", p.spin_wait_loops));
   p.flavour = static_cast<PvFlavour>(static_cast<int>(v.get("pv_flavour", 0)));
   return p;
 }

@@ -14,6 +14,12 @@ bool Mutex::lock(std::uint32_t t) {
   return false;
 }
 
+bool Mutex::try_lock(std::uint32_t t) {
+  if (owner_ != kNone || (!barging_ && !waiters_.empty())) return false;
+  owner_ = t;
+  return true;
+}
+
 std::uint32_t Mutex::unlock() {
   if (owner_ == kNone) throw std::logic_error("mutex unlocked while free");
   owner_ = kNone;

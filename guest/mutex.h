@@ -26,6 +26,10 @@ class Mutex {
   /// Thread t asks for the mutex. True: it was free (FIFO: and nobody queued) and t owns it;
   /// false: t queued.
   bool lock(std::uint32_t t);
+  /// Takes the mutex if it is free (barging: sleepers or not), without queueing t otherwise.
+  bool try_lock(std::uint32_t t);
+  /// Queues t as a sleeper (after its spinning failed: an adaptive waiter).
+  void wait(std::uint32_t t) { waiters_.push_back(t); }
   /// The owner unlocks; returns the first waiter (to be woken), or kNone. FIFO: that waiter is
   /// now the owner; barging: the lock is free and the waiter must call lock() again.
   std::uint32_t unlock();

@@ -10,6 +10,7 @@ const char* lock_kind_name(LockKind k) {
     case LockKind::kTicket: return "ticket";
     case LockKind::kPvTicket: return "pvticket";
     case LockKind::kMutex: return "mutex";
+    case LockKind::kAdaptive: return "adaptive";
   }
   return "?";
 }

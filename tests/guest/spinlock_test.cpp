@@ -242,6 +242,49 @@ TEST(Spinlock, MutexWaitersLetOtherThreadsRun) {
   EXPECT_GT(g.os->results().steps, 900u);
 }
 
+TEST(Spinlock, AdaptiveWaiterSpinsItsBoundThenSleeps) {
+  // Two threads on two vCPUs, each on its own pCPU; each holds the lock 500 us after 10 us
+  // outside it. A waiter spins spin_wait_ns (4500 loops x 5 ns = 22.5 us: InnoDB's 30 rounds)
+  // and then sleeps; the hold is far longer, so every contended acquisition burns exactly one
+  // spin bound, and the waiter's vCPU, with nothing else to run, halts while it sleeps.
+  TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+  const LockParams p = kind(LockKind::kAdaptive);
+  auto g = h.add_vm(test::vm("a", 2), std::make_unique<LockLoop>(2, 10e3, 500e3, p));
+  Recorder rec;
+  g.os->set_lock_observer(&rec);
+  h.start();
+  h.run_until(sim::ms(50));
+  const guest::LockStats s = g.os->results().locks;
+  EXPECT_FALSE(rec.overlap);
+  ASSERT_GT(s.contended, 40u);
+  EXPECT_NEAR(s.spin_ns / static_cast<double>(s.contended), p.spin_wait_ns(), 0.01 * p.spin_wait_ns());
+  double blocked = 0;
+  for (auto v : g.vcpus) blocked += static_cast<double>(h.host().vcpu_stats(v).blocked);
+  EXPECT_GT(blocked, 0.5 * sim::ms(50));  // one of the two vCPUs sleeps through most holds
+  EXPECT_EQ(s.halts, 0u);                 // no PV slow path
+}
+
+TEST(Spinlock, AdaptiveLockGoesToARunningSpinnerSoPreemptedWaitersDoNotStallIt) {
+  // Four vCPUs on two pCPUs (rr, 100 us slices), four threads, 20 us outside and 10 us inside
+  // the lock. A ticket lock is handed to the next ticket even when its vCPU waits for a pCPU
+  // (lock-waiter preemption: the lock sits unused for up to a slice); the adaptive lock is taken
+  // by whichever waiter is running. So it never counts an LWP and gets far more work done.
+  auto run = [](LockKind k) {
+    TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+    auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(k)));
+    Recorder rec;
+    g.os->set_lock_observer(&rec);
+    h.start();
+    h.run_until(sim::ms(100));
+    EXPECT_FALSE(rec.overlap);
+    return g.os->results();
+  };
+  const guest::GuestResults ticket = run(LockKind::kTicket), adaptive = run(LockKind::kAdaptive);
+  EXPECT_GT(ticket.locks.lwp, 0u);
+  EXPECT_EQ(adaptive.locks.lwp, 0u);
+  EXPECT_GT(adaptive.results, 1.5 * ticket.results);
+}
+
 TEST(LockWorkloads, EbizzyReportsRecordsPerSecond) {
   // 4 threads on 4 dedicated vCPUs/pCPUs: a record is 100 us of user work + 4 x 6.25 us held
   // (125 us alone), so at most 4 / 125 us = 32000 records/s; the shared mmap_lock (20% held)
