@@ -285,10 +285,7 @@ void GuestOs::begin_acquire(std::uint32_t vc, std::uint32_t t) {
     return;
   }
   if (adaptive(l)) {
-    th.phase = LockPhase::kSpinWait;
-    l.spinners.push_back(t);
-    th.spin_run0 = port_.run_time(vcpus_[vc].id);
-    port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
+    start_spin_wait(vc, t);
     return;
   }
   if (!spin_kind(l)) {
@@ -397,10 +394,7 @@ void GuestOs::retry_mutex(std::uint32_t vc, std::uint32_t t) {
       lock_acquired(vc, t, true);
       return;
     }
-    th.phase = LockPhase::kSpinWait;
-    l.spinners.push_back(t);
-    th.spin_run0 = port_.run_time(vcpus_[vc].id);
-    port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
+    start_spin_wait(vc, t);
     return;
   }
   if (l.mutex.lock(t)) {
@@ -428,6 +422,15 @@ void GuestOs::end_spin(std::uint32_t t) {
   Thread& th = threads_[t];
   const sim::Duration burned = port_.run_time(vcpus_[th.vcpu].id) - th.spin_run0;
   if (measuring()) locks_[th.step.lock].stats.spin_ns += static_cast<double>(burned);
+}
+
+void GuestOs::start_spin_wait(std::uint32_t vc, std::uint32_t t) {
+  Thread& th = threads_[t];
+  LockState& l = locks_[th.step.lock];
+  th.phase = LockPhase::kSpinWait;
+  l.spinners.push_back(t);
+  th.spin_run0 = port_.run_time(vcpus_[vc].id);
+  port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
 }
 
 void GuestOs::spinner_takes(std::uint32_t t) {

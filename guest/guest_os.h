@@ -206,6 +206,7 @@ class GuestOs final : public hv::GuestHooks {
   void start_spin(std::uint32_t vc, std::uint32_t t, bool new_period);
   void spin_expired(std::uint32_t vc, std::uint32_t t);
   void end_spin(std::uint32_t t);  ///< folds the spin CPU time into the lock's stats
+  void start_spin_wait(std::uint32_t vc, std::uint32_t t);    ///< adaptive: spin before sleeping
   void spin_wait_expired(std::uint32_t vc, std::uint32_t t);  ///< adaptive: spun out, sleep
   bool adaptive(const LockState& l) const { return l.spec.params.kind == LockKind::kAdaptive; }
   /// adaptive: thread t (spinning, its vCPU running) takes the free lock after the hand-off.
