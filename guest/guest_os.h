@@ -12,8 +12,9 @@
 //    queues on its previous vCPU (select_idle_sibling, coarsely);
 //  - a vCPU about to go idle first takes a waiting thread from the vCPU with the longest queue
 //    (newidle balance), but never one woken onto a halted vCPU that has not run it yet. In Linux, task_hot (ran within sysctl_sched_migration_cost, 500 us, fair.c)
-//    keeps newidle balancing from pulling a just-woken thread, and since 5.19 (f3dd3f674555) a
-//    wakee bound for an idle CPU is not even on its runqueue until that CPU takes the IPI. So
+//    keeps newidle balancing from pulling a just-woken thread, and in later kernels a wakee
+//    bound for an idle CPU is queued on that CPU's wake list (ttwu_queue_wakelist), off any
+//    runqueue, until that CPU takes the IPI. So
 //    the ping-pong of request/reply workloads goes through real halts and wake-ups. MODEL: no
 //    avg_idle or task_hot test otherwise, standing in for the periodic and nohz balancing the
 //    guest model does not have;
