@@ -541,9 +541,8 @@ void GuestOs::place_woken(std::uint32_t t, bool by_vcpu) {
 void GuestOs::deliver_wake_ipi(std::uint32_t vc) {
   VcpuState& s = vcpus_[vc];
   s.wake_ipi_pending = false;
-  // The IPI wakes the vCPU only if it is still halted with work (none, if newidle balancing
-  // elsewhere took the thread meanwhile: a real IPI would wake it to find nothing, and it
-  // would halt again at once).
+  // The IPI wakes the vCPU if it is still halted (something else, a timer, may have woken it
+  // meanwhile) and has work: the woken thread stays queued there (woken_idle), so it has.
   if (port_.is_blocked(s.id) && !polling(vc) && (s.queued > 0 || s.curr != kNone)) port_.kick(s.id);
 }
 
