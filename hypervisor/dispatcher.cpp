@@ -69,6 +69,8 @@ void Host::commit(PcpuId p, VcpuId prev, const Pick& pick) {
       guests_[pv.domain]->on_vcpu_preempted(prev);
     }
     if (next != kIdle) switch_in(p, next);
+  } else if (next != kIdle) {
+    ple_sched_done(next);  // a PLE yield's schedule() kept the spinner: it leaves the handler (ple.cpp)
   }
   policy_->set_next(p, next, now_);
 
@@ -154,7 +156,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
 
 // A pause-loop exit's yield (ple.cpp), checked: KVM's kvm_vcpu_on_spin only ever boosts a ready
 // vCPU of the spinner's own VM (it walks kvm->vcpu_array); Xen yields the spinner itself.
-void Host::ple_yield(VcpuId id, VcpuId to) {
+int Host::ple_yield(VcpuId id, VcpuId to) {
   const Vcpu& v = vcpus_[id];
   if (to != kIdle) {
     if (to >= vcpus_.size() || vcpus_[to].domain != v.domain)
@@ -164,7 +166,7 @@ void Host::ple_yield(VcpuId id, VcpuId to) {
       violation("ple-same-vm", id, v.pcpu, "pause-loop exit yielded to entity " + std::to_string(to) +
                                                ", which is " + std::string(runstate_name(vcpus_[to].state)));
   }
-  yield(id, to);
+  return yield(id, to);
 }
 
 }  // namespace vcpusim::hv

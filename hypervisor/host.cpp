@@ -330,18 +330,19 @@ void Host::kick(VcpuId id) {
   policy_->wake(id, now_);
 }
 
-void Host::yield(VcpuId id, VcpuId to) {
+int Host::yield(VcpuId id, VcpuId to) {
   Vcpu& v = vcpus_[id];
-  if (v.state != Runstate::kRunning) return;
+  if (v.state != Runstate::kRunning) return 0;
   if (units_) {
     // Xen's vcpu_yield flags the unit (csched2_unit_yield) and reschedules the whole core.
-    policy_->yield(units_->unit_of(id), to == kIdle ? kIdle : units_->unit_of(to), now_);
+    const int r = policy_->yield(units_->unit_of(id), to == kIdle ? kIdle : units_->unit_of(to), now_);
     tickle(topo_.smt_mask(v.pcpu).first());
-    return;
+    return r;
   }
-  policy_->yield(id, to, now_);
+  const int r = policy_->yield(id, to, now_);
   core_task_changed(v.pcpu);
   tickle(v.pcpu);
+  return r;
 }
 
 }  // namespace vcpusim::hv

@@ -170,8 +170,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void set_preempted_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
   sim::Duration run_time(VcpuId v) const override { return vcpus_[v].clock.total(0, now_); }
 
-  /// Guest-initiated yield of a running vCPU (optionally directed at `to`).
-  void yield(VcpuId v, VcpuId to);
+  /// Guest-initiated yield of a running vCPU (optionally directed at `to`). Returns the
+  /// policy's yield_to() result (policy_api.h SchedulerPolicy::yield).
+  int yield(VcpuId v, VcpuId to);
 
  private:
   enum EventKind : std::uint32_t {
@@ -209,7 +210,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   // Pause-loop exiting (ple.cpp; the check in dispatcher.cpp).
   void ple_arm(Vcpu& v, bool sched_in);
   void ple_exit(VcpuId v);
-  void ple_yield(VcpuId v, VcpuId to);
+  int ple_yield(VcpuId v, VcpuId to);
+  void ple_sched_done(VcpuId v);
   sim::Duration busy_total(PcpuId p) const;
   // Core-granular units (sched_unit.cpp).
   void unit_start();

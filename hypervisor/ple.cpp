@@ -40,7 +40,18 @@ void PauseLoopExiting::init(const PleParams& p, std::uint32_t vcpus, std::uint32
   win_.assign(vcpus, p.window);
   gen_.assign(vcpus, 0);
   last_boosted_.assign(domains, 0);  // kvm->last_boosted_vcpu starts at 0
+  in_spin_loop_.assign(vcpus, 0);    // kvm_vcpu_init(): both false
+  dy_eligible_.assign(vcpus, 0);
   stats_.assign(domains, PleStats{});
+}
+
+// virt/kvm/kvm_main.c kvm_vcpu_eligible_for_directed_yield() (3.6+): "eligible =
+// !in_spin_loop || (in_spin_loop && dy_eligible); if (in_spin_loop) dy_eligible = !dy_eligible".
+bool PauseLoopExiting::eligible_for_directed_yield(VcpuId v) {
+  if (!in_spin_loop_[v]) return true;
+  const bool eligible = dy_eligible_[v] != 0;
+  dy_eligible_[v] = eligible ? 0 : 1;
+  return eligible;
 }
 
 void PauseLoopExiting::sched_in(VcpuId v) {
@@ -59,7 +70,10 @@ void PauseLoopExiting::grow(VcpuId v) {
 // pCPU, restarts the PAUSE-loop count).
 void Host::ple_arm(Vcpu& v, bool sched_in) {
   if (!ple_.active() || domains_[v.domain].bare_metal) return;
-  if (sched_in) ple_.sched_in(v.id);
+  if (sched_in) {
+    ple_.sched_in(v.id);
+    ple_sched_done(v.id);  // back from yield_to's schedule(): the end of kvm_vcpu_on_spin
+  }
   const std::uint64_t g = ple_.next_gen(v.id);
   if (v.state != Runstate::kRunning || !v.work.active || v.work.profile != Profile::kSpin) return;
   // The window counts guest execution: from VM entry, after a switch-in's or an exit's stall.
@@ -79,20 +93,33 @@ void Host::ple_exit(VcpuId id) {
     if (measuring) ++st.yields;
     ple_yield(id, kIdle);
   } else {
+    // kvm_vcpu_on_spin(me), Linux 3.10 virt/kvm/kvm_main.c (ple.h lists each rule).
+    ple_.enter_handler(id);
     const Domain& d = domains_[v.domain];
     const auto n = static_cast<std::uint32_t>(d.vcpus.size());
     std::uint32_t& last = ple_.last_boosted(v.domain);
     const std::uint32_t start = last + 1;
+    int yielded = 0;
+    int tries = 3;  // "int try = 3": -ESRCH answers (undercommit) before giving up
     for (std::uint32_t i = 0; n > 1 && i < n; ++i) {
       const std::uint32_t idx = (start + i) % n;
-      if (idx == v.index) continue;
+      if (idx == v.index) continue;  // vcpu == me
       const VcpuId t = d.vcpus[idx];
-      if (vcpus_[t].state != Runstate::kRunnable) continue;  // !vcpu->ready (running or halted)
-      last = idx;
-      if (measuring) ++st.yields;
-      ple_yield(id, t);
-      break;
+      const Vcpu& c = vcpus_[t];
+      if (c.state == Runstate::kBlocked) continue;  // waitqueue_active(&vcpu->wq): halted
+      if (!ple_.eligible_for_directed_yield(t)) continue;
+      if (c.state == Runstate::kRunning) continue;  // kvm_vcpu_yield_to: PF_VCPU -> false (0)
+      yielded = ple_yield(id, t);
+      if (yielded > 0) {
+        last = idx;  // kvm->last_boosted_vcpu = i, on success only
+        if (measuring) ++st.yields;
+        break;
+      }
+      if (yielded < 0 && --tries == 0) break;
     }
+    // Without a successful yield there is no schedule(): me leaves the handler now. With one,
+    // it leaves when that schedule() returns (ple_sched_done).
+    if (yielded <= 0) ple_.leave_handler(id);
   }
   // The exit's cost: the guest executes nothing until re-entry (a PV spin's threshold moves
   // out by as much). Then, still spinning (unless the yield deschedules it, which re-arms at
@@ -103,6 +130,13 @@ void Host::ple_exit(VcpuId id) {
   v.done_at = sim::kNever;
   retime(v);
   ple_arm(v, false);
+}
+
+// yield_to()'s schedule() returned to v (v was switched in again, or the reschedule kept it):
+// the rest of kvm_vcpu_on_spin runs, "kvm_vcpu_set_in_spin_loop(me, false)" and "Ensure vcpu is
+// not eligible during next spinloop: kvm_vcpu_set_dy_eligible(me, false)".
+void Host::ple_sched_done(VcpuId v) {
+  if (ple_.active()) ple_.leave_handler(v);
 }
 
 }  // namespace vcpusim::hv

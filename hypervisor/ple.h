@@ -17,12 +17,27 @@
 //  - Each exit costs the spinner `exit_cost` of its pCPU (VM exit and entry, the candidate scan,
 //    yield_to's double runqueue lock), during which the guest executes nothing.
 //  - Each exit first grows that vCPU's window (grow_ple_window: x ple_window_grow, capped at
-//    ple_window_max), then scans the other vCPUs of the SAME VM round-robin, starting after
-//    the last vCPU boosted (kvm->last_boosted_vcpu + 1, wrapping), for the first one that is
-//    `ready` (Runnable: preempted, or woken and not yet run); a halted vCPU is never ready here
-//    (our kicks wake at once, so pv_unhalted vCPUs are already Runnable). It yield_to()s that
-//    target through the policy's directed yield (CFS: yield_to_task_fair sets it next buddy,
-//    the spinner skip buddy) and remembers it as last boosted.
+//    ple_window_max; 3.10's handle_pause() has no growth, which a scenario gets with grow 0),
+//    then runs kvm_vcpu_on_spin(me) as Linux 3.10 has it (the reproduced mail's host):
+//      * me enters the handler: in_spin_loop = true;
+//      * one round-robin pass over the other vCPUs of the SAME VM, starting after
+//        kvm->last_boosted_vcpu and wrapping (3.10 writes it as two passes);
+//      * skip me; skip a vCPU halted in kvm_vcpu_block (waitqueue_active(&vcpu->wq); our kicks
+//        wake at once, so a kicked vCPU is already Runnable);
+//      * skip a vCPU that kvm_vcpu_eligible_for_directed_yield() refuses: one that is itself
+//        inside the handler (in_spin_loop) is eligible only if its dy_eligible is set, and every
+//        such check toggles dy_eligible, so a fellow spinner is a target every other time;
+//      * kvm_vcpu_yield_to(): a target in guest mode (PF_VCPU, here Running) gives false (0)
+//        without calling yield_to; otherwise yield_to(task, 1) through the policy (CFS:
+//        yield_to_task_fair makes it the next buddy, the spinner the skip buddy; -ESRCH when
+//        both runqueues hold one task; 0 when the target runs or is blocked);
+//      * > 0: remember the target as last boosted and stop; < 0: count down `try = 3`, three
+//        stop the scan; 0: go on;
+//      * me leaves the handler: in_spin_loop = false, dy_eligible = false. After a successful
+//        yield that is when yield_to's schedule() returns, i.e. when me is next switched in
+//        (or kept by that reschedule): until then a descheduled spinner is in the handler.
+//    3.10 has no vcpu->preempted filter (kvm_sched_out's flag came with 3.11, [R]) nor the
+//    user-mode filter of yield_to_kernel_mode (4.15); a candidate is any vCPU not halted.
 //  - When the vCPU is next loaded after being scheduled out, its window shrinks
 //    (vmx_vcpu_load -> shrink_ple_window; ple_window_shrink 0 resets it to ple_window).
 // Xen flavour (xen/arch/x86/hvm/vmx/vmx.c, the PAUSE exit -> vcpu_yield(); vmcs.c ple_gap /
@@ -45,11 +60,9 @@
 // Invariants (checked by the dispatcher, ple.cpp): a PLE yield targets a vCPU of the spinner's
 // own VM ("ple-same-vm"), and only a Runnable one.
 //
-// MODEL, not modelled: the user-mode filter
-// (a vCPU preempted in guest user mode is skipped by KVM; the host here cannot tell guest mode,
-// so every ready vCPU is a candidate); dy_eligible toggling (exits are instantaneous here, so no
-// other vCPU is ever inside the handler); yield_to's -ESRCH retry count (the first ready vCPU is
-// the boost; the policy may still decline, as CFS does when both runqueues hold one entity).
+// MODEL, not modelled: the user-mode filter of later kernels (4.15+, yield_to_kernel_mode; the
+// host here cannot tell guest mode). The handler itself takes no simulated time apart from
+// exit_cost, so a vCPU is inside it only while it is descheduled by its own yield.
 // Bare-metal tasks never PLE-exit (PLE is a VMX control).
 #pragma once
 
@@ -83,7 +96,7 @@ struct PleParams {
 /// Per VM, over the measured interval.
 struct PleStats {
   std::uint64_t exits = 0;   ///< PLE exits taken by the VM's vCPUs
-  std::uint64_t yields = 0;  ///< KVM: directed yields that found a ready target; Xen: yields
+  std::uint64_t yields = 0;  ///< KVM: directed yields that boosted a target (yield_to > 0); Xen: yields
 };
 
 /// KVM's window arithmetic (arch/x86/kvm/x86.h __grow_ple_window / __shrink_ple_window).
@@ -106,6 +119,14 @@ class PauseLoopExiting {
   /// handle_pause: grow (KVM) or nothing (Xen).
   void grow(VcpuId v);
   std::uint32_t& last_boosted(DomainId d) { return last_boosted_[d]; }
+  /// kvm_vcpu_set_in_spin_loop(v, true): v entered kvm_vcpu_on_spin.
+  void enter_handler(VcpuId v) { in_spin_loop_[v] = 1; }
+  /// The end of kvm_vcpu_on_spin: in_spin_loop and dy_eligible both false.
+  void leave_handler(VcpuId v) { in_spin_loop_[v] = 0; dy_eligible_[v] = 0; }
+  bool in_spin_loop(VcpuId v) const { return in_spin_loop_[v] != 0; }
+  /// kvm_vcpu_eligible_for_directed_yield(v): true unless v is in the handler with dy_eligible
+  /// clear; toggles dy_eligible of a vCPU in the handler on every call.
+  bool eligible_for_directed_yield(VcpuId v);
   PleStats& stats(DomainId d) { return stats_[d]; }
   const PleStats& stats(DomainId d) const { return stats_[d]; }
 
@@ -114,6 +135,8 @@ class PauseLoopExiting {
   std::vector<std::uint32_t> win_;
   std::vector<std::uint64_t> gen_;
   std::vector<std::uint32_t> last_boosted_;  ///< per domain: index within the domain
+  std::vector<std::uint8_t> in_spin_loop_;   ///< per vCPU: vcpu->spin_loop.in_spin_loop
+  std::vector<std::uint8_t> dy_eligible_;    ///< per vCPU: vcpu->spin_loop.dy_eligible
   std::vector<PleStats> stats_;
 };
 

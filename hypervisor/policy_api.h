@@ -103,7 +103,11 @@ class SchedulerPolicy {
   virtual void sleep(VcpuId v, sim::Time now) = 0;
   /// The running entity v gives up its pCPU (guest yield, pause-loop exit); `to` is the
   /// directed target or kIdle. Default: nothing; the dispatcher reschedules v's pCPU.
-  virtual void yield(VcpuId /*v*/, VcpuId /*to*/, sim::Time /*now*/) {}
+  /// Returns what Linux's yield_to() returns for a directed yield (kernel/sched/core.c; KVM's
+  /// kvm_vcpu_on_spin acts on it, ple.cpp): > 0 the target was boosted, 0 nothing was done
+  /// (target running or blocked, no directed yield in this policy), < 0 -ESRCH (both runqueues
+  /// hold one task). For an undirected yield the value is not used.
+  virtual int yield(VcpuId /*v*/, VcpuId /*to*/, sim::Time /*now*/) { return 0; }
 
   /// Choose what pCPU p runs next, WITHOUT committing. The current entity (pcpu(p).curr, if
   /// still Running) is a candidate. May return only kIdle, the current entity, or a Runnable

@@ -664,9 +664,9 @@ void Cfs::sleep(VcpuId v, sim::Time now) {
   update_min_vruntime(p);
 }
 
-void Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
+int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
   Entity& e = ents_[v];
-  if (!e.on_rq || rqs_[e.rq].curr != v) return;
+  if (!e.on_rq || rqs_[e.rq].curr != v) return 0;
   const PcpuId p = e.rq;
   Runqueue& rq = rqs_[p];
   const auto yield_task_fair = [&] {
@@ -678,13 +678,14 @@ void Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
   if (to == kIdle || to >= ents_.size() || to == v) {
     yield_task_fair();  // sched_yield()
     if (rq.nr_running > 1) rq.need_resched = true;
-    return;
+    return 0;
   }
-  // yield_to(p, preempt = true), as kvm_vcpu_yield_to() calls it.
+  // yield_to(p, preempt = true), as kvm_vcpu_yield_to() calls it; its return value (an int
+  // since 3.9's "sched: Bail out of yield_to when source and target runqueue has one task").
   const Entity& t = ents_[to];
   const PcpuId tp = t.on_rq ? t.rq : t.last_rq;
-  if (rq.nr_running == 1 && tp != kNoPcpu && rqs_[tp].nr_running == 1) return;  // -ESRCH
-  if (!t.on_rq || rqs_[tp].curr == to) return;  // blocked (p->state) or running: nothing
+  if (rq.nr_running == 1 && tp != kNoPcpu && rqs_[tp].nr_running == 1) return -1;  // -ESRCH
+  if (!t.on_rq || rqs_[tp].curr == to) return 0;  // blocked (p->state) or running: nothing
   rqs_[tp].next = to;  // yield_to_task_fair(): set_next_buddy(target)
   yield_task_fair();
   if (tp != p) {
@@ -692,6 +693,7 @@ void Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
     act_->tickle(tp);
   }
   rq.need_resched = true;  // yielded > 0: schedule()
+  return 1;
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ class Cfs final : public hv::SchedulerPolicy {
   hv::PcpuId pick_cpu(hv::VcpuId v, sim::Time now) override;
   void wake(hv::VcpuId v, sim::Time now) override;
   void sleep(hv::VcpuId v, sim::Time now) override;
-  void yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override;
+  int yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override;
   hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override;
   void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override;
   void put_prev(hv::PcpuId p, hv::VcpuId prev, sim::Time now) override;

@@ -582,7 +582,10 @@ void Credit2::sleep(VcpuId v, sim::Time now) {
 
 // csched2_unit_yield(): a flag runq_candidate() consumes; the dispatcher reschedules v's pCPU
 // (Xen's vcpu_yield raises SCHEDULE_SOFTIRQ locally). Xen has no directed yield: `to` is ignored.
-void Credit2::yield(VcpuId v, VcpuId, sim::Time) { vs_[v].yielded = true; }
+int Credit2::yield(VcpuId v, VcpuId, sim::Time) {
+  vs_[v].yielded = true;
+  return 0;  // no directed yield in Xen: the result is never used
+}
 
 // ----------------------------------------------------------------------------------------------
 // Choosing and committing.

@@ -2,14 +2,19 @@
 // Pins pause-loop exiting (hypervisor/ple.h) as KVM does it: the window grows on each exit and
 // resets when the vCPU is loaded again (arch/x86/kvm/x86.h, vmx.c defaults); a spin exits only
 // once the guest has executed it for a whole window; and the directed yield of an exit goes only
-// to a ready vCPU of the spinner's own VM (kvm_vcpu_on_spin walks kvm->vcpu_array).
+// to a ready vCPU of the spinner's own VM (kvm_vcpu_on_spin walks kvm->vcpu_array), with
+// Linux 3.10's candidate filters and yield rules (halted and in-guest vCPUs skipped, the
+// dy_eligible toggle, try = 3 -ESRCH answers, last_boosted_vcpu on success only).
 //
 // System: one pCPU, round robin, TSC at 1 GHz (a cycle is a nanosecond), the default 2 us
 // switch-in stall and 1.5 us exit cost. Spinners are FakeGuest segments of Profile::kSpin.
+// Round robin has no directed yield (yield_to answers 0), so the scan's rules are pinned with
+// ScriptedYieldTo, which answers every directed yield with a fixed yield_to() value.
 #include <gtest/gtest.h>
 
 #include <limits>
 
+#include "checking_policy.h"
 #include "hypervisor/host.h"
 #include "hypervisor/ple.h"
 #include "test_host.h"
@@ -31,6 +36,42 @@ hv::HostSpec ple_host(hv::PleFlavour flavour = hv::PleFlavour::kKvm) {
   h.ple.flavour = flavour;
   return h;
 }
+
+// Round robin whose yield_to() answers `answer` to every directed yield and records the targets
+// asked, in order (an undirected yield goes to round robin).
+class ScriptedYieldTo : public test::CheckingPolicy {
+ public:
+  explicit ScriptedYieldTo(int answer) : CheckingPolicy(TestHost::make_policy("rr")), answer_(answer) {}
+  std::vector<hv::VcpuId> asked;
+  int yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override {
+    if (to == hv::kIdle) return CheckingPolicy::yield(v, to, now);
+    asked.push_back(to);
+    return answer_;
+  }
+
+ private:
+  int answer_;
+};
+
+// One pCPU; VM a of 5 vCPUs: a0 spins for ever, a1-a4 compute, so at each of a0's exits the
+// four others are ready. Returns the policy (owned by the host) after `run` of simulated time.
+struct ScanRig {
+  ScriptedYieldTo* policy = nullptr;
+  TestHost::Vm a;
+  std::unique_ptr<TestHost> h;
+  ScanRig(int answer, std::uint32_t pcpus = 1, std::uint32_t vcpus = 5) {
+    auto pol = std::make_unique<ScriptedYieldTo>(answer);
+    policy = pol.get();
+    h = std::make_unique<TestHost>(test::flat(pcpus), ple_host(), 1, std::move(pol));
+    a = h->add_fake(test::vm("a", vcpus));
+    h->start();
+    h->fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+    for (std::uint32_t i = 1; i < vcpus; ++i) h->fake().set_plan(a.vcpus[i], FakeGuest::hog());
+    for (auto v : a.vcpus) h->fake().kick(v);
+    h->run_until(sim::ms(20));
+  }
+  std::uint64_t exits() const { return h->host().ple_stats(a.id).exits; }
+};
 
 TEST(PleWindow, GrowsAndShrinksAsKvm) {
   // __grow_ple_window: a modifier below the base multiplies, at or above it adds, 0 resets.
@@ -95,9 +136,11 @@ TEST(PleExit, ExitsOnlyPastTheWindowAndGrowsIt) {
 }
 
 // A spinner shares the pCPU with another VM's hog: the hog is ready at every exit but belongs to
-// another VM, so the scan finds nobody (the spinner's sibling vCPU is halted).
+// another VM, so the scan finds nobody (the spinner's sibling vCPU is halted: waitqueue_active).
 TEST(PleYield, NeverToAVcpuOfAnotherVm) {
-  TestHost h(test::flat(1), ple_host());
+  auto pol = std::make_unique<ScriptedYieldTo>(1);
+  ScriptedYieldTo* const policy = pol.get();
+  TestHost h(test::flat(1), ple_host(), 1, std::move(pol));
   auto a = h.add_fake(test::vm("a", 2));
   auto b = h.add_fake(test::vm("b", 1));
   h.start();
@@ -108,11 +151,13 @@ TEST(PleYield, NeverToAVcpuOfAnotherVm) {
   h.run_until(sim::ms(100));
   EXPECT_GT(h.host().ple_stats(a.id).exits, 10u);  // the window doubles on each exit while a0 keeps its pCPU
   EXPECT_EQ(h.host().ple_stats(a.id).yields, 0u);
+  EXPECT_TRUE(policy->asked.empty());
 }
 
-// The same, with the spinner's sibling vCPU runnable too: now exits find it and boost it.
+// The same, with the spinner's sibling vCPU runnable too: now exits find it and CFS's
+// yield_to_task_fair boosts it (round robin, without a directed yield, would answer 0).
 TEST(PleYield, ToAReadyVcpuOfTheSameVm) {
-  TestHost h(test::flat(1), ple_host());
+  TestHost h(test::flat(1), ple_host(), 1, "cfs");
   auto a = h.add_fake(test::vm("a", 2));
   auto b = h.add_fake(test::vm("b", 1));
   h.start();
@@ -124,6 +169,63 @@ TEST(PleYield, ToAReadyVcpuOfTheSameVm) {
   EXPECT_GT(h.host().ple_stats(a.id).yields, 0u);
   EXPECT_LE(h.host().ple_stats(a.id).yields, h.host().ple_stats(a.id).exits);
   EXPECT_EQ(h.host().ple_stats(b.id).exits, 0u);  // b never spins
+}
+
+// yield_to() answering -ESRCH (both runqueues hold one task) counts down `try = 3`: each exit
+// asks a1, a2, a3 and gives up before a4; nothing is boosted, so the scan restarts at a1.
+TEST(PleYield, StopsAfterThreeEsrchAnswers) {
+  ScanRig r(-1);
+  ASSERT_GT(r.exits(), 2u);
+  ASSERT_EQ(r.policy->asked.size(), 3 * r.exits());
+  for (std::size_t i = 0; i < r.policy->asked.size(); ++i) EXPECT_EQ(r.policy->asked[i], r.a.vcpus[1 + i % 3]);
+  EXPECT_EQ(r.h->host().ple_stats(r.a.id).yields, 0u);
+}
+
+// yield_to() answering 0 (target running or blocked) does not count: every exit asks all four.
+TEST(PleYield, ZeroAnswersDoNotEndTheScan) {
+  ScanRig r(0);
+  ASSERT_GT(r.exits(), 2u);
+  EXPECT_EQ(r.policy->asked.size(), 4 * r.exits());
+  EXPECT_EQ(r.h->host().ple_stats(r.a.id).yields, 0u);
+}
+
+// A successful yield stops the scan and becomes kvm->last_boosted_vcpu: the next exit starts
+// after it, so the boosts go round a1, a2, a3, a4, a1, ...
+TEST(PleYield, SuccessStopsTheScanAndMovesLastBoosted) {
+  ScanRig r(1);
+  ASSERT_GT(r.exits(), 4u);
+  ASSERT_EQ(r.policy->asked.size(), r.exits());
+  for (std::size_t i = 0; i < r.policy->asked.size(); ++i) EXPECT_EQ(r.policy->asked[i], r.a.vcpus[1 + i % 4]);
+  EXPECT_EQ(r.h->host().ple_stats(r.a.id).yields, r.exits());
+}
+
+// A target in guest mode (PF_VCPU: running) is never handed to yield_to: with a pCPU each, the
+// spinner's sibling always runs, so no exit asks anyone.
+TEST(PleYield, NeverToAVcpuInGuestMode) {
+  ScanRig r(1, 2, 2);
+  EXPECT_GT(r.exits(), 2u);
+  EXPECT_TRUE(r.policy->asked.empty());
+}
+
+// kvm_vcpu_eligible_for_directed_yield: a vCPU outside the handler is always eligible; one in
+// it (a spinner descheduled by its own yield) only every other check, starting refused
+// (dy_eligible starts false); leaving the handler clears both flags.
+TEST(PleYield, AFellowSpinnerIsATargetEveryOtherTime) {
+  PauseLoopExiting ple;
+  ple.init(PleParams{}, 2, 1);
+  EXPECT_TRUE(ple.eligible_for_directed_yield(1));
+  EXPECT_TRUE(ple.eligible_for_directed_yield(1));
+  ple.enter_handler(1);
+  EXPECT_FALSE(ple.eligible_for_directed_yield(1));
+  EXPECT_TRUE(ple.eligible_for_directed_yield(1));
+  EXPECT_FALSE(ple.eligible_for_directed_yield(1));
+  EXPECT_TRUE(ple.eligible_for_directed_yield(1));
+  ple.enter_handler(1);
+  EXPECT_FALSE(ple.eligible_for_directed_yield(1));  // toggled to true by this check
+  ple.leave_handler(1);                              // ... and reset with the handler's end
+  EXPECT_FALSE(ple.in_spin_loop(1));
+  ple.enter_handler(1);
+  EXPECT_FALSE(ple.eligible_for_directed_yield(1));
 }
 
 // Xen: every exit yields the spinner itself (vcpu_yield), and the window stays put.

@@ -37,7 +37,7 @@ class CheckingPolicy : public hv::SchedulerPolicy {
   }
   void wake(hv::VcpuId v, sim::Time now) override { inner_->wake(v, now); }
   void sleep(hv::VcpuId v, sim::Time now) override { inner_->sleep(v, now); }
-  void yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override { inner_->yield(v, to, now); }
+  int yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override { return inner_->yield(v, to, now); }
   hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override {
     const hv::Pick pk = inner_->pick_next(p, now, f);
     if (pk.vcpu != hv::kIdle) check(pk.vcpu, p, "pick_next");
