@@ -127,6 +127,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   const PleStats& ple_stats(DomainId d) const { return ple_.stats(d); }
   /// vCPU v's current PLE window in cycles (tests).
   std::uint32_t ple_window(VcpuId v) const { return ple_.window(v); }
+  /// Whether v is inside KVM's PLE handler (in_spin_loop; tests).
+  bool ple_in_spin_loop(VcpuId v) const { return ple_.in_spin_loop(v); }
   /// Number of core-wide picks (the slow path, siblings asked) so far.
   std::uint64_t core_picks() const { return core_picks_; }
   SchedulerPolicy& policy() { return *policy_; }

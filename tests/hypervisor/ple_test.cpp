@@ -228,6 +228,35 @@ TEST(PleYield, AFellowSpinnerIsATargetEveryOtherTime) {
   EXPECT_FALSE(ple.eligible_for_directed_yield(1));
 }
 
+// A spinner whose exit boosted a target stays inside kvm_vcpu_on_spin while it is descheduled
+// (yield_to's schedule() has not returned), and leaves it once it runs again. Sampled every
+// 100 ns over 5 ms with CFS on one pCPU, a0 spinning and a1 computing: a0 is seen Runnable and
+// in the handler, and never Running in it (the reschedule that follows the yield is at the
+// same instant, so a sample never falls between them).
+TEST(PleYield, ASpinnerStaysInTheHandlerUntilItRunsAgain) {
+  hv::HostSpec hs = ple_host();
+  hs.ple.grow = 0;
+  TestHost h(test::flat(1), hs, 1, "cfs");
+  auto a = h.add_fake(test::vm("a", 2));
+  h.start();
+  h.fake().set_plan(a.vcpus[1], FakeGuest::hog());
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+  h.fake().kick(a.vcpus[1]);
+  h.fake().kick(a.vcpus[0]);
+  std::uint64_t descheduled_in_handler = 0, running_in_handler = 0;
+  for (sim::Time t = 100; t <= sim::ms(5); t += 100) {
+    h.run_until(t);
+    const hv::Vcpu& v = h.host().vcpu(a.vcpus[0]);
+    if (!h.host().ple_in_spin_loop(a.vcpus[0])) continue;
+    if (v.state == hv::Runstate::kRunnable) ++descheduled_in_handler;
+    if (v.state == hv::Runstate::kRunning) ++running_in_handler;
+  }
+  EXPECT_GT(h.host().ple_stats(a.id).yields, 0u);
+  EXPECT_GT(descheduled_in_handler, 0u);
+  EXPECT_EQ(running_in_handler, 0u);
+  EXPECT_FALSE(h.host().ple_in_spin_loop(a.vcpus[1]));  // a1 never spins
+}
+
 // Xen: every exit yields the spinner itself (vcpu_yield), and the window stays put.
 TEST(PleYield, XenYieldsTheSpinnerAtEveryExit) {
   TestHost h(test::flat(1), ple_host(hv::PleFlavour::kXen));
