@@ -304,6 +304,7 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
 
 void read_exec(const YamlReader& h, hv::ExecParams& x) {
   x.context_switch = h.get_duration("context_switch", x.context_switch, 0, sim::ms(10));
+  x.resched_ipi = h.get_duration("resched_ipi", x.resched_ipi, 0, sim::ms(1));
   if (h.has("migration")) {
     const YamlReader m = h.at("migration");
     m.only({"cold", "cold_rate", "cross_node_factor"});
@@ -496,7 +497,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
 
   if (root.has("host")) {
     const YamlReader h = root.at("host");
-    only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "sched_gran", "context_switch", "migration",
+    only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "sched_gran", "context_switch", "resched_ipi", "migration",
                   "smt_interference", "ple"});
     s.host.smt = h.get_bool("smt", true);
     const std::string gran = h.get_enum("core_scheduling", "none", {"none", "cookie", "core"});

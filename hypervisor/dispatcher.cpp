@@ -156,7 +156,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
 
 // A pause-loop exit's yield (ple.cpp), checked: KVM's kvm_vcpu_on_spin only ever boosts a ready
 // vCPU of the spinner's own VM (it walks kvm->vcpu_array); Xen yields the spinner itself.
-int Host::ple_yield(VcpuId id, VcpuId to) {
+int Host::ple_yield(VcpuId id, VcpuId to, sim::Duration resched_after) {
   const Vcpu& v = vcpus_[id];
   if (to != kIdle) {
     if (to >= vcpus_.size() || vcpus_[to].domain != v.domain)
@@ -166,7 +166,7 @@ int Host::ple_yield(VcpuId id, VcpuId to) {
       violation("ple-same-vm", id, v.pcpu, "pause-loop exit yielded to entity " + std::to_string(to) +
                                                ", which is " + std::string(runstate_name(vcpus_[to].state)));
   }
-  return yield(id, to);
+  return yield(id, to, resched_after);
 }
 
 }  // namespace vcpusim::hv

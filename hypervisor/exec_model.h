@@ -48,6 +48,12 @@ struct ExecParams {
   /// Time a pCPU spends switching from one entity to another, during which neither progresses.
   /// [E] a VM exit/entry round trip plus Xen's context_switch(): ~1-3 us on Nehalem..Skylake.
   sim::Duration context_switch = sim::us(2);
+  /// Delay from a resched_task() of a task running on another pCPU to that pCPU's schedule():
+  /// the reschedule IPI's delivery and, for a vCPU in guest mode, its external-interrupt VM
+  /// exit (SchedActions::resched_remote). [E] 1 us: the upper end of
+  /// ../shared/reference/spinlocks-and-workloads.md 1.3, "IPI delivery to a running vCPU ... < 1 us"
+  /// [R] (no measurement of the X7560's IPI latency is at hand). 0: at once.
+  sim::Duration resched_ipi = sim::us(1);
 
   static std::array<std::array<double, kNumProfiles>, kNumProfiles> default_smt();
 };

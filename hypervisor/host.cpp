@@ -177,6 +177,9 @@ void Host::dispatch(const sim::Event& e) {
       if (core_gen_[e.target] != e.gen) break;
       core_repick(e.target);
       return;
+    case kReschedLater:
+      tickle(e.target);
+      return;
     case kPleExit:  // ple.cpp; a deschedule or a new segment re-arms with a new generation
       if (ple_.gen(e.target) != e.gen || vcpus_[e.target].state != Runstate::kRunning) break;
       ple_exit(e.target);
@@ -255,6 +258,19 @@ void Host::tickle(PcpuId p) {
   queue_.push(now_, sim::Phase::kSchedule, kResched, p, 0);
 }
 
+// resched_task() of a remote pCPU's current task (3.10 kernel/sched/core.c): TIF_NEED_RESCHED
+// is set at once (the policy's own flag), smp_send_reschedule() makes that pCPU schedule() when
+// the IPI arrives. Not coalesced with tickles: the IPI is sent whatever is pending there.
+void Host::resched_remote(PcpuId p) {
+  const sim::Duration ipi = spec_.exec.resched_ipi;
+  if (ipi <= 0) {
+    tickle(p);
+    return;
+  }
+  if (!pcpus_[p].usable) violation("usable-thread", kIdle, p, "policy rescheduled a disabled SMT thread");
+  queue_.push(now_ + ipi, sim::Phase::kSchedule, kReschedLater, p, 0);
+}
+
 void Host::arm_timer(TimerId t, sim::Time when) {
   if (t >= timer_gen_.size()) timer_gen_.resize(t + 1, 0);
   queue_.push(when < now_ ? now_ : when, sim::Phase::kHypervisorTimer, kPolicyTimer, t, ++timer_gen_[t]);
@@ -330,7 +346,7 @@ void Host::kick(VcpuId id) {
   policy_->wake(id, now_);
 }
 
-int Host::yield(VcpuId id, VcpuId to) {
+int Host::yield(VcpuId id, VcpuId to, sim::Duration resched_after) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning) return 0;
   if (units_) {
@@ -341,7 +357,8 @@ int Host::yield(VcpuId id, VcpuId to) {
   }
   const int r = policy_->yield(id, to, now_);
   core_task_changed(v.pcpu);
-  tickle(v.pcpu);
+  if (resched_after > 0) queue_.push(now_ + resched_after, sim::Phase::kSchedule, kReschedLater, v.pcpu, 0);
+  else tickle(v.pcpu);
   return r;
 }
 

@@ -154,6 +154,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
 
   // SchedActions
   void tickle(PcpuId p) override;
+  void resched_remote(PcpuId p) override;
   void arm_timer(TimerId t, sim::Time when) override;
   void cancel_timer(TimerId t) override;
 
@@ -174,7 +175,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
 
   /// Guest-initiated yield of a running vCPU (optionally directed at `to`). Returns the
   /// policy's yield_to() result (policy_api.h SchedulerPolicy::yield).
-  int yield(VcpuId v, VcpuId to);
+  /// `resched_after`: the yielder's pCPU reschedules that much later (the rest of the exit's
+  /// handler runs first: a PLE exit's cost, ple.cpp); 0: at once.
+  int yield(VcpuId v, VcpuId to, sim::Duration resched_after = 0);
 
  private:
   enum EventKind : std::uint32_t {
@@ -187,6 +190,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
     kMeasureStart,  // end of warm-up
     kCoreRepick,    // target: a core's first thread, gen core_gen_ (core scheduling tick)
     kPleExit,       // target vcpu, gen ple_.gen (pause-loop exit; ple.cpp)
+    kReschedLater,  // target pcpu: a tickle that takes effect now (a reschedule IPI arriving,
+                    // the end of an exit handler before its schedule())
   };
 
   void dispatch(const sim::Event& e);
@@ -212,8 +217,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   // Pause-loop exiting (ple.cpp; the check in dispatcher.cpp).
   void ple_arm(Vcpu& v, bool sched_in);
   void ple_exit(VcpuId v);
-  int ple_yield(VcpuId v, VcpuId to);
-  void ple_sched_done(VcpuId v);
+  int ple_yield(VcpuId v, VcpuId to, sim::Duration resched_after);
+  void ple_sched_done(VcpuId v);  // v is back from a PLE yield's schedule(): it leaves the handler
   sim::Duration busy_total(PcpuId p) const;
   // Core-granular units (sched_unit.cpp).
   void unit_start();

@@ -91,7 +91,7 @@ void Host::ple_exit(VcpuId id) {
   ple_.grow(id);
   if (ple_.params().flavour == PleFlavour::kXen) {
     if (measuring) ++st.yields;
-    ple_yield(id, kIdle);
+    ple_yield(id, kIdle, ple_.params().exit_cost);
   } else {
     // kvm_vcpu_on_spin(me), Linux 3.10 virt/kvm/kvm_main.c (ple.h lists each rule).
     ple_.enter_handler(id);
@@ -109,7 +109,7 @@ void Host::ple_exit(VcpuId id) {
       if (c.state == Runstate::kBlocked) continue;  // waitqueue_active(&vcpu->wq): halted
       if (!ple_.eligible_for_directed_yield(t)) continue;
       if (c.state == Runstate::kRunning) continue;  // kvm_vcpu_yield_to: PF_VCPU -> false (0)
-      yielded = ple_yield(id, t);
+      yielded = ple_yield(id, t, ple_.params().exit_cost);
       if (yielded > 0) {
         last = idx;  // kvm->last_boosted_vcpu = i, on success only
         if (measuring) ++st.yields;

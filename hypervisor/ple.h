@@ -15,7 +15,10 @@
 //    (ExecParams::context_switch) or the previous exit's cost. After an exit the count
 //    restarts; a spin cut by a deschedule restarts too.
 //  - Each exit costs the spinner `exit_cost` of its pCPU (VM exit and entry, the candidate scan,
-//    yield_to's double runqueue lock), during which the guest executes nothing.
+//    yield_to's double runqueue lock), during which the guest executes nothing. The whole
+//    handler runs in the spinner's thread before yield_to's schedule(), so a spinner whose yield
+//    succeeded keeps its pCPU for that cost and reschedules at its end (Host::yield's
+//    resched_after), not at the exit.
 //  - Each exit first grows that vCPU's window (grow_ple_window: x ple_window_grow, capped at
 //    ple_window_max; 3.10's handle_pause() has no growth, which a scenario gets with grow 0),
 //    then runs kvm_vcpu_on_spin(me) as Linux 3.10 has it (the reproduced mail's host):
@@ -30,7 +33,9 @@
 //      * kvm_vcpu_yield_to(): a target in guest mode (PF_VCPU, here Running) gives false (0)
 //        without calling yield_to; otherwise yield_to(task, 1) through the policy (CFS:
 //        yield_to_task_fair makes it the next buddy, the spinner the skip buddy; -ESRCH when
-//        both runqueues hold one task; 0 when the target runs or is blocked);
+//        both runqueues hold one task; 0 when the target runs or is blocked; a target on
+//        another pCPU gets resched_task(p_rq->curr), a reschedule IPI, so the vCPU running
+//        there keeps running until it arrives, ExecParams::resched_ipi later);
 //      * > 0: remember the target as last boosted and stop; < 0: count down `try = 3`, three
 //        stop the scan; 0: go on;
 //      * me leaves the handler: in_spin_loop = false, dy_eligible = false. After a successful
@@ -62,7 +67,9 @@
 //
 // MODEL, not modelled: the user-mode filter of later kernels (4.15+, yield_to_kernel_mode; the
 // host here cannot tell guest mode). The handler itself takes no simulated time apart from
-// exit_cost, so a vCPU is inside it only while it is descheduled by its own yield.
+// exit_cost, so a vCPU is inside it only for that cost and while it is descheduled by its own
+// yield. The scan and yield_to's decisions are taken at the exit instant (the runqueue state
+// they read is that of the exit, not of exit_cost later).
 // Bare-metal tasks never PLE-exit (PLE is a VMX control).
 #pragma once
 

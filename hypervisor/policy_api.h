@@ -71,6 +71,13 @@ class SchedActions {
   /// Ask for schedule() on p at the current instant (after the current event completes), as
   /// Xen's cpu_raise_softirq(SCHEDULE_SOFTIRQ). Repeated tickles of one pCPU coalesce.
   virtual void tickle(PcpuId p) = 0;
+  /// Linux's resched_task() of a task running on ANOTHER pCPU (kernel/sched/core.c, 3.10: set
+  /// TIF_NEED_RESCHED, then smp_send_reschedule(cpu)): p reschedules when the reschedule IPI
+  /// arrives, ExecParams::resched_ipi later; until then its entity keeps running (a vCPU in
+  /// guest mode leaves it on the IPI's external-interrupt exit). A pCPU that reschedules for
+  /// another reason first honours the request then (the policy's own need_resched).
+  /// Default: an immediate tickle.
+  virtual void resched_remote(PcpuId p) { tickle(p); }
   /// (Re)arm the policy's timer t to fire at `when`; re-arming replaces the earlier setting.
   virtual void arm_timer(TimerId t, sim::Time when) = 0;
   virtual void cancel_timer(TimerId t) = 0;

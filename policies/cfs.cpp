@@ -67,7 +67,17 @@
 // skip buddy and reschedule (yield_task_fair); no vruntime is charged. Directed yield (KVM's
 // kvm_vcpu_on_spin -> yield_to(target, preempt=true)): nothing if both runqueues hold one entity
 // (-ESRCH), or the target runs or is blocked; else the target becomes the next buddy on its
-// runqueue (resched'd if remote), the yielder the skip buddy, and the yielder's pCPU reschedules.
+// runqueue, the yielder the skip buddy, and the yielder's pCPU reschedules. A remote target's
+// pCPU is rescheduled by resched_task(p_rq->curr), i.e. a reschedule IPI (3.10 core.c:
+// set_tsk_need_resched, then smp_send_reschedule): SchedActions::resched_remote, so its current
+// entity runs on for ExecParams::resched_ipi. Whether the target then runs is pick_next_entity's
+// call (3.10 fair.c): prev is put back first, so `left` is the smaller of prev's and the
+// leftmost's vruntime, and the next buddy wins iff it is within wakeup_gran of `left`. Nothing
+// shields an entity that was just picked (no minimum run on this path; min_granularity guards
+// only tick preemption), so a vCPU switched in a moment before is preempted like any other.
+// MODEL: only yield_to uses resched_remote; wake-up preemption of a remote pCPU's entity
+// (check_preempt_wakeup -> resched_task, also an IPI in Linux) still reschedules at once, as
+// every calibrated CFS figure so far was measured with it.
 //
 // Core scheduling priority (core_priority, Linux prio_less -> cfs_prio_less). naive: -vruntime,
 // the raw per-runqueue value the first RFC compared across siblings (meaningless across
@@ -689,8 +699,10 @@ int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
   rqs_[tp].next = to;  // yield_to_task_fair(): set_next_buddy(target)
   yield_task_fair();
   if (tp != p) {
-    rqs_[tp].need_resched = true;  // resched_curr(p_rq), preempt = true
-    act_->tickle(tp);
+    // resched_task(p_rq->curr), preempt = true: a reschedule IPI to the target's pCPU, whose
+    // current entity runs on until it arrives (SchedActions::resched_remote).
+    rqs_[tp].need_resched = true;
+    act_->resched_remote(tp);
   }
   rq.need_resched = true;  // yielded > 0: schedule()
   return 1;

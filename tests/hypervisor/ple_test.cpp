@@ -243,18 +243,55 @@ TEST(PleYield, ASpinnerStaysInTheHandlerUntilItRunsAgain) {
   h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
   h.fake().kick(a.vcpus[1]);
   h.fake().kick(a.vcpus[0]);
-  std::uint64_t descheduled_in_handler = 0, running_in_handler = 0;
+  // Running inside the handler is the exit's own cost (kvm_vcpu_on_spin up to yield_to's
+  // schedule()); past it, a vCPU in the handler is one descheduled by its yield.
+  std::uint64_t descheduled_in_handler = 0, handling_exit = 0, running_in_handler = 0;
   for (sim::Time t = 100; t <= sim::ms(5); t += 100) {
     h.run_until(t);
     const hv::Vcpu& v = h.host().vcpu(a.vcpus[0]);
     if (!h.host().ple_in_spin_loop(a.vcpus[0])) continue;
     if (v.state == hv::Runstate::kRunnable) ++descheduled_in_handler;
-    if (v.state == hv::Runstate::kRunning) ++running_in_handler;
+    if (v.state == hv::Runstate::kRunning) ++(t < v.stall_until ? handling_exit : running_in_handler);
   }
   EXPECT_GT(h.host().ple_stats(a.id).yields, 0u);
   EXPECT_GT(descheduled_in_handler, 0u);
+  EXPECT_GT(handling_exit, 0u);
   EXPECT_EQ(running_in_handler, 0u);
   EXPECT_FALSE(h.host().ple_in_spin_loop(a.vcpus[1]));  // a1 never spins
+}
+
+// A successful directed yield deschedules the spinner only when the exit's handler is done:
+// handle_pause -> kvm_vcpu_on_spin -> yield_to -> schedule() all run in the spinner's thread,
+// so its pCPU switches `exit_cost` after the exit, not at the exit.
+TEST(PleYield, TheSpinnerGivesUpItsPcpuAfterTheExitsCost) {
+  hv::HostSpec hs = ple_host();
+  hs.ple.grow = 0;
+  // A 50 ms wake-up granularity: CFS always runs the boosted next buddy (pick_next_entity), so
+  // every successful yield takes the spinner off its pCPU.
+  sim::ParamValues cfs;
+  cfs.set("wakeup_granularity", 50e6);
+  TestHost h(test::flat(1), hs, 1, TestHost::make_policy("cfs", cfs));
+  auto a = h.add_fake(test::vm("a", 2));
+  h.start();
+  h.fake().set_plan(a.vcpus[1], FakeGuest::hog());
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+  h.fake().kick(a.vcpus[1]);
+  h.fake().kick(a.vcpus[0]);
+  const sim::Duration cost = hs.ple.exit_cost;
+  ASSERT_EQ(cost, sim::ns(1500));
+  // The first exit boosts a1 (the spinner is then its runqueue's skip buddy, which a 50 ms
+  // granularity keeps off the pCPU for the rest of the run).
+  sim::Time t = 100;
+  for (; t <= sim::ms(1) && h.host().ple_stats(a.id).yields == 0; t += 100) h.run_until(t);
+  ASSERT_EQ(h.host().ple_stats(a.id).yields, 1u);
+  t -= 100;  // the boosting exit came in (t - 100, t]: in its handler until exit + cost
+  EXPECT_EQ(h.host().vcpu(a.vcpus[0]).state, hv::Runstate::kRunning);
+  EXPECT_TRUE(h.host().ple_in_spin_loop(a.vcpus[0]));
+  h.run_until(t + cost - 100);
+  EXPECT_EQ(h.host().vcpu(a.vcpus[0]).state, hv::Runstate::kRunning);
+  h.run_until(t + cost);
+  EXPECT_EQ(h.host().vcpu(a.vcpus[0]).state, hv::Runstate::kRunnable);
+  EXPECT_EQ(h.host().pcpu(0).curr, a.vcpus[1]);
 }
 
 // Xen: every exit yields the spinner itself (vcpu_yield), and the window stays put.

@@ -621,6 +621,36 @@ TEST(CfsYield, DirectedYieldRunsTheTargetNext) {
   }
 }
 
+TEST(CfsYield, DirectedYieldReschedulesARemoteTargetsPcpuOneIpiLater) {
+  // yield_to() of a target queued on another pCPU: resched_task(p_rq->curr) sets need_resched
+  // there and sends a reschedule IPI (3.10 kernel/sched/core.c); the entity running there keeps
+  // its pCPU until the IPI arrives, ExecParams::resched_ipi (1 us) later, then the target runs.
+  sim::ParamValues p;
+  p.set("wakeup_granularity", 50e6);
+  CfsHost ch(test::flat(2), p, exact());
+  const VcpuId y = ch.h.add_fake(test::vm("y", 1, topo::CpuSet::single(0))).vcpus[0];
+  const VcpuId c = ch.h.add_fake(test::vm("c", 1, topo::CpuSet::single(1))).vcpus[0];
+  const VcpuId t = ch.h.add_fake(test::vm("t", 1, topo::CpuSet::single(1))).vcpus[0];
+  ch.h.start();
+  for (auto x : {y, c, t}) {
+    ch.h.fake().set_plan(x, FakeGuest::hog());
+    ch.h.fake().kick(x);
+  }
+  ASSERT_EQ(hv::ExecParams{}.resched_ipi, sim::us(1));
+  for (int round = 0; round < 10; ++round) {
+    const sim::Time at = sim::ms(50) + round * sim::us(7300);
+    ch.h.run_until(at);
+    const VcpuId cur = ch.host().pcpu(1).curr;
+    ASSERT_TRUE(cur == c || cur == t);
+    const VcpuId target = cur == c ? t : c;
+    EXPECT_GT(ch.host().yield(y, target), 0) << "round " << round;
+    ch.h.run_until(at + sim::us(1) - 1);
+    EXPECT_EQ(ch.host().pcpu(1).curr, cur) << "round " << round << ": the IPI has not arrived";
+    ch.h.run_until(at + sim::us(1));
+    EXPECT_EQ(ch.host().pcpu(1).curr, target) << "round " << round;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Core scheduling's priority.
 
