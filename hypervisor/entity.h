@@ -69,6 +69,11 @@ struct Pcpu {
   sim::Time slice_end = sim::kNever;
   std::uint64_t slice_gen = 0;      ///< generation of its pending slice-end event
   bool resched_pending = false;     ///< a deferred schedule() is queued for it
+  // Reschedule IPIs (Host::resched_remote): the latest one sent and the entity that was current
+  // when it was sent (whose TIF_NEED_RESCHED it stands for); cleared when that IPI arrives.
+  bool ipi_in_flight = false;
+  VcpuId ipi_for = kIdle;
+  std::uint64_t ipi_gen = 0;
   sim::Duration busy = 0;           ///< time an entity occupied it
   sim::Time busy_since = 0;
   std::uint64_t switches = 0;       ///< context switches it performed

@@ -45,8 +45,21 @@ struct ExecParams {
   double cold_rate = 0.5;
   /// Extra coldness when the move crosses nodes (LLC lost too): the window is multiplied.
   double cold_cross_node_factor = 3.0;
-  /// Time a pCPU spends switching from one entity to another, during which neither progresses.
-  /// [E] a VM exit/entry round trip plus Xen's context_switch(): ~1-3 us on Nehalem..Skylake.
+  /// Time a pCPU spends switching from one entity to another, during which neither progresses
+  /// (the incoming entity's first stretch on the pCPU, charged to its run time). What it stands
+  /// for is the host's trip through its scheduler between two vCPUs: Xen's schedule() and
+  /// context_switch(); on a KVM host the outgoing thread's __schedule()/context_switch() (vCPU
+  /// threads of different VMs are different QEMU processes, so an mm switch), the incoming
+  /// vCPU's kvm_sched_in -> vmx_vcpu_load (VMPTRLD; after a move to another pCPU a VMCLEAR IPI to
+  /// the old one first) and its VM entry. The outgoing vCPU's VM exit is not in it: a PLE exit
+  /// charges its own (PleParams::exit_cost), a reschedule IPI's exit is in resched_ipi.
+  /// Interruptible: a reschedule requested before the entry cancels it (3.10
+  /// vcpu_enter_guest() checks need_resched() with interrupts off), so the entity leaves with no
+  /// progress. ONE source: the KVM halt-polling documentation's "a trip through the scheduler,
+  /// normally on the order of a few micro-seconds" [S] (reference note 1.3), the only figure
+  /// the notes give for this path; 2 us is its low end [E]. The measurement that should set it:
+  /// on the modelled host, the time from a vCPU thread's sched_switch away to the next vCPU's
+  /// kvm_entry on that pCPU (ftrace), which no calibration mail here gives.
   sim::Duration context_switch = sim::us(2);
   /// Delay from a resched_task() of a task running on another pCPU to that pCPU's schedule():
   /// the reschedule IPI's delivery and, for a vCPU in guest mode, its external-interrupt VM

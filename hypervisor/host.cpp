@@ -180,6 +180,14 @@ void Host::dispatch(const sim::Event& e) {
     case kReschedLater:
       tickle(e.target);
       return;
+    case kReschedIpi: {
+      // Every IPI that arrives makes the pCPU leave the guest and check need_resched, so each
+      // one schedules (the policy's own flag decides whether anything changes).
+      Pcpu& pc = pcpus_[e.target];
+      if (pc.ipi_gen == e.gen) pc.ipi_in_flight = false;
+      tickle(e.target);
+      return;
+    }
     case kPleExit:  // ple.cpp; a deschedule or a new segment re-arms with a new generation
       if (ple_.gen(e.target) != e.gen || vcpus_[e.target].state != Runstate::kRunning) break;
       ple_exit(e.target);
@@ -258,17 +266,23 @@ void Host::tickle(PcpuId p) {
   queue_.push(now_, sim::Phase::kSchedule, kResched, p, 0);
 }
 
-// resched_task() of a remote pCPU's current task (3.10 kernel/sched/core.c): TIF_NEED_RESCHED
-// is set at once (the policy's own flag), smp_send_reschedule() makes that pCPU schedule() when
-// the IPI arrives. Not coalesced with tickles: the IPI is sent whatever is pending there.
+// resched_task(p_rq->curr) of a remote pCPU's current task (3.10 kernel/sched/core.c): "if
+// (test_tsk_need_resched(p)) return; set_tsk_need_resched(p); ... smp_send_reschedule(cpu)".
+// The policy keeps the flag itself (its need_resched); here, the IPI: p schedules when it
+// arrives. A current task already flagged gets no second IPI (the early return); the flag
+// goes with the task, so a new current task on p gets its own.
 void Host::resched_remote(PcpuId p) {
   const sim::Duration ipi = spec_.exec.resched_ipi;
   if (ipi <= 0) {
     tickle(p);
     return;
   }
-  if (!pcpus_[p].usable) violation("usable-thread", kIdle, p, "policy rescheduled a disabled SMT thread");
-  queue_.push(now_ + ipi, sim::Phase::kSchedule, kReschedLater, p, 0);
+  Pcpu& pc = pcpus_[p];
+  if (!pc.usable) violation("usable-thread", kIdle, p, "policy rescheduled a disabled SMT thread");
+  if (pc.ipi_in_flight && pc.ipi_for == pc.curr) return;
+  pc.ipi_in_flight = true;
+  pc.ipi_for = pc.curr;
+  queue_.push(now_ + ipi, sim::Phase::kSchedule, kReschedIpi, p, ++pc.ipi_gen);
 }
 
 void Host::arm_timer(TimerId t, sim::Time when) {

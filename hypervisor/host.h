@@ -190,8 +190,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
     kMeasureStart,  // end of warm-up
     kCoreRepick,    // target: a core's first thread, gen core_gen_ (core scheduling tick)
     kPleExit,       // target vcpu, gen ple_.gen (pause-loop exit; ple.cpp)
-    kReschedLater,  // target pcpu: a tickle that takes effect now (a reschedule IPI arriving,
-                    // the end of an exit handler before its schedule())
+    kReschedLater,  // target pcpu: the end of an exit handler, before its schedule() (ple.cpp)
+    kReschedIpi,    // target pcpu, gen its ipi_gen when sent: a reschedule IPI arrives
   };
 
   void dispatch(const sim::Event& e);

@@ -651,6 +651,44 @@ TEST(CfsYield, DirectedYieldReschedulesARemoteTargetsPcpuOneIpiLater) {
   }
 }
 
+TEST(CfsYield, ARemoteCurrentAlreadyFlaggedGetsNoSecondIpi) {
+  // resched_task() returns early when the current task already has TIF_NEED_RESCHED: a second
+  // yield_to at the same pCPU before the IPI arrives moves the next buddy but sends nothing, so
+  // the switch comes with the first IPI, and the entity it switches in (whose flag is clear)
+  // keeps the pCPU until an IPI sent for it arrives, a whole resched_ipi after its own flagging.
+  sim::ParamValues p;
+  p.set("wakeup_granularity", 50e6);
+  CfsHost ch(test::flat(3), p, exact());
+  const VcpuId y = ch.h.add_fake(test::vm("y", 1, topo::CpuSet::single(0))).vcpus[0];
+  const VcpuId z = ch.h.add_fake(test::vm("z", 1, topo::CpuSet::single(2))).vcpus[0];
+  std::vector<VcpuId> q;
+  for (int i = 0; i < 3; ++i) q.push_back(ch.h.add_fake(test::vm("q" + std::to_string(i), 1, topo::CpuSet::single(1))).vcpus[0]);
+  ch.h.start();
+  for (auto x : {y, z, q[0], q[1], q[2]}) {
+    ch.h.fake().set_plan(x, FakeGuest::hog());
+    ch.h.fake().kick(x);
+  }
+  const sim::Duration ipi = hv::ExecParams{}.resched_ipi;
+  const sim::Time at = sim::ms(50);
+  ch.h.run_until(at);
+  const VcpuId cur = ch.host().pcpu(1).curr;
+  std::vector<VcpuId> waiting;
+  for (auto x : q)
+    if (x != cur) waiting.push_back(x);
+  ASSERT_EQ(waiting.size(), 2u);
+  EXPECT_GT(ch.host().yield(y, waiting[0]), 0);  // flags cur, IPI due at + ipi
+  ch.h.run_until(at + ipi / 2);
+  EXPECT_GT(ch.host().yield(z, waiting[1]), 0);  // cur already flagged: no IPI
+  ch.h.run_until(at + ipi);
+  EXPECT_EQ(ch.host().pcpu(1).curr, waiting[1]);  // the latest next buddy, at the first IPI
+  ch.h.run_until(at + ipi + ipi / 5);
+  EXPECT_GT(ch.host().yield(y, cur), 0);  // flags waiting[1]: its own IPI
+  ch.h.run_until(at + ipi + ipi / 2);  // when z's IPI would have come, had it been sent
+  EXPECT_EQ(ch.host().pcpu(1).curr, waiting[1]);
+  ch.h.run_until(at + 2 * ipi + ipi / 5);
+  EXPECT_EQ(ch.host().pcpu(1).curr, cur);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Core scheduling's priority.
 
