@@ -366,7 +366,9 @@ int Host::yield(VcpuId id, VcpuId to, sim::Duration resched_after) {
   if (units_) {
     // Xen's vcpu_yield flags the unit (csched2_unit_yield) and reschedules the whole core.
     const int r = policy_->yield(units_->unit_of(id), to == kIdle ? kIdle : units_->unit_of(to), now_);
-    tickle(topo_.smt_mask(v.pcpu).first());
+    const PcpuId master = topo_.smt_mask(v.pcpu).first();
+    if (resched_after > 0) queue_.push(now_ + resched_after, sim::Phase::kSchedule, kReschedLater, master, 0);
+    else tickle(master);
     return r;
   }
   const int r = policy_->yield(id, to, now_);
