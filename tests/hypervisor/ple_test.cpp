@@ -37,6 +37,17 @@ hv::HostSpec ple_host(hv::PleFlavour flavour = hv::PleFlavour::kKvm) {
   return h;
 }
 
+// A 2-vCPU VM "a" on a started host: vCPU 0 spins for good, vCPU 1 computes for good.
+TestHost::Vm start_spinner_beside_hog(TestHost& h) {
+  auto a = h.add_fake(test::vm("a", 2));
+  h.start();
+  h.fake().set_plan(a.vcpus[1], FakeGuest::hog());
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+  h.fake().kick(a.vcpus[1]);
+  h.fake().kick(a.vcpus[0]);
+  return a;
+}
+
 // Round robin whose yield_to() answers `answer` to every directed yield and records the targets
 // asked, in order (an undirected yield goes to round robin).
 class ScriptedYieldTo : public test::CheckingPolicy {
@@ -237,12 +248,7 @@ TEST(PleYield, ASpinnerStaysInTheHandlerUntilItRunsAgain) {
   hv::HostSpec hs = ple_host();
   hs.ple.grow = 0;
   TestHost h(test::flat(1), hs, 1, "cfs");
-  auto a = h.add_fake(test::vm("a", 2));
-  h.start();
-  h.fake().set_plan(a.vcpus[1], FakeGuest::hog());
-  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
-  h.fake().kick(a.vcpus[1]);
-  h.fake().kick(a.vcpus[0]);
+  auto a = start_spinner_beside_hog(h);
   // Running inside the handler is the exit's own cost (kvm_vcpu_on_spin up to yield_to's
   // schedule()); past it, a vCPU in the handler is one descheduled by its yield.
   std::uint64_t descheduled_in_handler = 0, handling_exit = 0, running_in_handler = 0;
@@ -271,12 +277,7 @@ TEST(PleYield, TheSpinnerGivesUpItsPcpuAfterTheExitsCost) {
   sim::ParamValues cfs;
   cfs.set("wakeup_granularity", 50e6);
   TestHost h(test::flat(1), hs, 1, TestHost::make_policy("cfs", cfs));
-  auto a = h.add_fake(test::vm("a", 2));
-  h.start();
-  h.fake().set_plan(a.vcpus[1], FakeGuest::hog());
-  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
-  h.fake().kick(a.vcpus[1]);
-  h.fake().kick(a.vcpus[0]);
+  auto a = start_spinner_beside_hog(h);
   const sim::Duration cost = hs.ple.exit_cost;
   ASSERT_EQ(cost, sim::ns(1500));
   // The first exit boosts a1 (the spinner is then its runqueue's skip buddy, which a 50 ms
