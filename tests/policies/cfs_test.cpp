@@ -82,6 +82,15 @@ struct CfsHost {
         h(spec, hs, seed, std::unique_ptr<hv::SchedulerPolicy>(watcher)) {}
   Cfs& cfs() { return watcher->cfs(); }
   hv::Host& host() { return h.host(); }
+  /// Starts the host with every entity in `hogs` computing for good.
+  void start_hogs(std::initializer_list<VcpuId> hogs) { start_hogs(std::vector<VcpuId>(hogs)); }
+  void start_hogs(const std::vector<VcpuId>& hogs) {
+    h.start();
+    for (VcpuId x : hogs) {
+      h.fake().set_plan(x, FakeGuest::hog());
+      h.fake().kick(x);
+    }
+  }
   Watcher* watcher;  // owned by the host
   TestHost h;
 };
@@ -601,11 +610,7 @@ TEST(CfsYield, DirectedYieldRunsTheTargetNext) {
   CfsHost ch(test::flat(1), p, exact());
   std::vector<VcpuId> v;
   for (int i = 0; i < 3; ++i) v.push_back(ch.h.add_fake(test::vm("h" + std::to_string(i), 1)).vcpus[0]);
-  ch.h.start();
-  for (auto x : v) {
-    ch.h.fake().set_plan(x, FakeGuest::hog());
-    ch.h.fake().kick(x);
-  }
+  ch.start_hogs(v);
   for (int round = 0; round < 20; ++round) {
     const sim::Time t = sim::ms(50) + round * sim::us(7300);
     ch.h.run_until(t);
@@ -631,11 +636,7 @@ TEST(CfsYield, DirectedYieldReschedulesARemoteTargetsPcpuOneIpiLater) {
   const VcpuId y = ch.h.add_fake(test::vm("y", 1, topo::CpuSet::single(0))).vcpus[0];
   const VcpuId c = ch.h.add_fake(test::vm("c", 1, topo::CpuSet::single(1))).vcpus[0];
   const VcpuId t = ch.h.add_fake(test::vm("t", 1, topo::CpuSet::single(1))).vcpus[0];
-  ch.h.start();
-  for (auto x : {y, c, t}) {
-    ch.h.fake().set_plan(x, FakeGuest::hog());
-    ch.h.fake().kick(x);
-  }
+  ch.start_hogs({y, c, t});
   ASSERT_EQ(hv::ExecParams{}.resched_ipi, sim::us(1));
   for (int round = 0; round < 10; ++round) {
     const sim::Time at = sim::ms(50) + round * sim::us(7300);
@@ -663,11 +664,7 @@ TEST(CfsYield, ARemoteCurrentAlreadyFlaggedGetsNoSecondIpi) {
   const VcpuId z = ch.h.add_fake(test::vm("z", 1, topo::CpuSet::single(2))).vcpus[0];
   std::vector<VcpuId> q;
   for (int i = 0; i < 3; ++i) q.push_back(ch.h.add_fake(test::vm("q" + std::to_string(i), 1, topo::CpuSet::single(1))).vcpus[0]);
-  ch.h.start();
-  for (auto x : {y, z, q[0], q[1], q[2]}) {
-    ch.h.fake().set_plan(x, FakeGuest::hog());
-    ch.h.fake().kick(x);
-  }
+  ch.start_hogs({y, z, q[0], q[1], q[2]});
   const sim::Duration ipi = hv::ExecParams{}.resched_ipi;
   const sim::Time at = sim::ms(50);
   ch.h.run_until(at);
@@ -698,11 +695,7 @@ TEST(CfsCorePriority, NaiveIsMinusVruntimeCoreWideIsLagBehindOwnMinVruntime) {
   CfsHost ch(test::flat(2), {}, exact());
   std::vector<VcpuId> v;
   for (int i = 0; i < 3; ++i) v.push_back(ch.h.add_fake(test::vm("h" + std::to_string(i), 1)).vcpus[0]);
-  ch.h.start();
-  for (auto x : v) {
-    ch.h.fake().set_plan(x, FakeGuest::hog());
-    ch.h.fake().kick(x);
-  }
+  ch.start_hogs(v);
   ch.h.run_until(sim::ms(77));
   for (auto x : v) {
     const hv::PcpuId r = ch.cfs().runqueue_of(x);
@@ -724,11 +717,7 @@ TEST(CfsCorePriority, PickHonoursTheCookieFilterWithoutCommitting) {
     d.cookie = 1 + i % 2;
     v.push_back(ch.h.add_fake(d).vcpus[0]);
   }
-  ch.h.start();
-  for (auto x : v) {
-    ch.h.fake().set_plan(x, FakeGuest::hog());
-    ch.h.fake().kick(x);
-  }
+  ch.start_hogs(v);
   for (int round = 0; round < 50; ++round) {
     const sim::Time t = sim::ms(20) + round * sim::us(3100);
     ch.h.run_until(t);
