@@ -120,7 +120,10 @@ int run_worker(const std::optional<SweepPlan>& plan, const std::exception_ptr& p
     const MPI_Status st = wait_for(0, kTask);
     long long task = kDone;
     MPI_Recv(&task, 1, MPI_LONG_LONG, 0, kTask, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (task == kDone) return plan ? 0 : 2;
+    // A worker whose plan failed to load still exits 0: rank 0 prints the error and exits 2, which
+    // mpirun returns. Were the worker to exit 2 first, mpirun would abort the job and could kill
+    // rank 0 before its message reached the terminal (seen in CI: exit 2, no message).
+    if (task == kDone) return 0;
     (void)st;
     const auto index = static_cast<std::size_t>(task);
     try {

@@ -92,7 +92,7 @@ TEST(CliMpi, AFailedTaskIsReportedTheOtherRanksFinishAndTheJobFails) {
   EXPECT_EQ(canonical_records(d), canonical_records(ref));
 }
 
-TEST(CliMpi, BadInputIsExitTwoOnEveryRank) {
+TEST(CliMpi, BadInputIsPrintedByRankZeroAndTheJobExitsTwo) {
   SKIP_WITHOUT_MPI();
   const Outcome o = mpirun(2, "sweep " + (scratch() / "missing.yaml").string() + " --out " + fresh_dir("bad") + " --mpi");
   EXPECT_EQ(o.status, 2) << o.output;
