@@ -418,10 +418,14 @@ void GuestOs::start_spin(std::uint32_t vc, std::uint32_t t, bool new_period) {
   port_.set_work(id, len, hv::Profile::kSpin, 0.0);
 }
 
+sim::Duration GuestOs::burned_in_window(std::uint32_t vc, sim::Duration run0) const {
+  const hv::VcpuId id = vcpus_[vc].id;
+  return std::min(port_.run_time(id) - run0, port_.measured_run_time(id));
+}
+
 void GuestOs::end_spin(std::uint32_t t) {
   Thread& th = threads_[t];
-  const sim::Duration burned = port_.run_time(vcpus_[th.vcpu].id) - th.spin_run0;
-  if (measuring()) locks_[th.step.lock].stats.spin_ns += static_cast<double>(burned);
+  if (measuring()) locks_[th.step.lock].stats.spin_ns += static_cast<double>(burned_in_window(th.vcpu, th.spin_run0));
 }
 
 void GuestOs::start_spin_wait(std::uint32_t vc, std::uint32_t t) {
@@ -656,7 +660,7 @@ void GuestOs::ipi_finished(std::uint32_t t) {
   const std::uint32_t vc = th.vcpu;
   const hv::VcpuId id = vcpus_[vc].id;
   if (measuring()) {
-    ipi_stats_.spin_ns += static_cast<double>(port_.run_time(id) - th.spin_run0);
+    ipi_stats_.spin_ns += static_cast<double>(burned_in_window(vc, th.spin_run0));
     ipi_stats_.wait_ns += static_cast<double>(port_.now() - th.wait_since);
   }
   th.phase = LockPhase::kIpiDone;

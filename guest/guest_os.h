@@ -219,6 +219,8 @@ class GuestOs final : public hv::GuestHooks {
   void send_message(std::uint32_t t);      ///< its completed step's send_to
   void credit(std::uint32_t t, double r);  ///< a step's result, inside the measured interval
   bool measuring() const { return port_.now() >= port_.measure_from(); }
+  /// CPU time vc burned since its run time was run0, clipped to the measured interval.
+  sim::Duration burned_in_window(std::uint32_t vc, sim::Duration run0) const;
   bool spin_kind(const LockState& l) const {
     return l.spec.params.kind == LockKind::kTicket || l.spec.params.kind == LockKind::kPvTicket;
   }

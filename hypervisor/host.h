@@ -172,6 +172,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void mark(std::string_view what, VcpuId v) override { trace_instant(what, v); }
   void set_preempted_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
   sim::Duration run_time(VcpuId v) const override { return vcpus_[v].clock.total(0, now_); }
+  sim::Duration measured_run_time(VcpuId v) const override {
+    return vcpu_base_.empty() ? 0 : run_time(v) - vcpu_base_[v].running;
+  }
 
   /// Guest-initiated yield of a running vCPU (optionally directed at `to`). Returns the
   /// policy's yield_to() result (policy_api.h SchedulerPolicy::yield).

@@ -121,6 +121,21 @@ TEST(Spinlock, HolderPreemptionStretchesHoldAndBurnsSpin) {
   EXPECT_EQ(s.halts, 0u);
 }
 
+TEST(Spinlock, SpinTimeCountsOnlyInsideTheMeasuredInterval) {
+  // Two threads on two vCPUs, each on its own pCPU, holding the lock 30 ms after 1 us outside
+  // it: one thread always spins while the other holds. Spins run 0-30, 30-60 and 60-90 ms (the
+  // one from 90 ms has not ended at 100 ms, so it is not counted yet). With a 20 ms warm-up the
+  // first spin counts only its last 10 ms: 70 ms in all, not 90, so that spin_ns over the
+  // measured run time (here 2 x 80 ms) is a share that cannot pass 100%.
+  hv::HostSpec hs;
+  hs.warmup = sim::ms(20);
+  TestHost h(test::flat(2), hs, 1, "rr", rr_slice(100e3));
+  auto g = h.add_vm(test::vm("a", 2), std::make_unique<LockLoop>(2, 1e3, 30e6, kind(LockKind::kTicket)));
+  h.start();
+  h.run_until(sim::ms(100));
+  EXPECT_NEAR(g.os->results().locks.spin_ns, 70e6, 0.05e6);
+}
+
 TEST(Spinlock, NoContentionNoSpinNoPreemptionEvents) {
   // One vCPU per pCPU: nobody is ever preempted, so no LHP or LWP, whatever the contention.
   TestHost h(test::flat(4), {}, 1, "rr", rr_slice(100e3));
