@@ -209,6 +209,15 @@ void Host::check_cookies(PcpuId p) const {
 // a re-pick by the runner (Aaron's tick hack in tim-sched) finds the two sides still tied.
 // MODEL: no other clock update of the idle CPU is modelled (its tick is stopped in NOHZ idle;
 // nohz blocked-load updates stop once its load is no longer blocked).
+// KNOWN DEVIATION: the kernels of the reproduced table (calibration 001, 2 Aug 2019) carry v3's
+// typo at the end of pick_next_task, `rq->core_forceidle = true` where rq_i was meant (reported
+// by Aaron Lu, 20190808125516.GA67687@aaronlu; fixed later by "sched: Fix incorrect rq tagged as
+// forced idle"), so Tim's accounting credited the PICKER's runqueue, usually the runner. Branch
+// cs-3 models that (credit to the picker, consumed as its min_vruntime moves): tim and
+// tim-sched then run all-or-nothing (a tagged runner keeps the core until a kworker event, run
+// spreads of 200-400 events/s against the published 4-58) and coresched-sysbench falls from
+// 19/28 to 17/28 cells within 10%, so something else on the real box is still missing; it is not
+// merged. Aaron's variants never read the flag (it only feeds need_sync, core-wide).
 bool Host::core_account(const topo::CpuSet& core, PcpuId picker) {
   const CoreSchedParams& cs = spec_.core_sched;
   bool fi_before = false;
