@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/build_id.h"
 #include "app/bench.h"
 #include "app/compare.h"
 #include "app/merge.h"
@@ -138,7 +139,7 @@ void print_sweep_summary(const app::SweepSummary& s) {
 int main(int argc, char** argv) {
   CLI::App cli{"vcpusim: a discrete-event model of hypervisor vCPU scheduling (Xen credit2-like and KVM/CFS hosts,\n"
                "NUMA and SMT topologies, guest workloads). Exit status: 0 ok, 2 bad input, 3 model invariant violated."};
-  cli.set_version_flag("--version", std::string("vcpusim ") + VCPUSIM_VERSION);
+  cli.set_version_flag("--version", std::string("vcpusim ") + VCPUSIM_VERSION + " (" + VCPUSIM_BUILD + ")");
   cli.require_subcommand(1);
   cli.footer("Run 'vcpusim SUBCOMMAND --help' for each command's options. Scenario schema: README.md.");
 

@@ -39,8 +39,8 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
   const char* fi_name = spec.host.sched_gran.core ? "unit-idle" : "f-idle";
   const std::string fi_head = fi ? fmt::format(" {:>10} {:>10}", std::string(fi_name) + " s", std::string(fi_name) + "%") : "";
   if (reps)
-    fmt::print(os, "{:<14} {:>10} {:>13} {:>13} {:>10} {:>7} {:>8} {:>9} {:>9} {:>8}{}\n", "domain", "unit", "mean",
-               "hmean", "stddev", "vCPUs", "CPU", "steal%", "migr/s", "remote%", fi_head);
+    fmt::print(os, "{:<14} {:>10} {:>13} {:>13} {:>10} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8}{}\n", "domain", "unit", "mean",
+               "hmean", "stddev", "vCPUs", "CPU", "steal%", "blocked%", "migr/s", "remote%", fi_head);
   else
     fmt::print(os, "{:<14} {:>10} {:>13} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8}{}\n", "domain", "unit", "throughput",
                "vCPUs", "CPU", "steal%", "blocked%", "migr/s", "remote%", fi_head);
@@ -59,9 +59,9 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
                            summarize(column(runs, d, &DomainResult::forced_idle_pct)).amean)
              : "";
       if (reps)
-        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>13.2f} {:>10.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.1f} {:>8.1f}{}\n", label,
-                   runs[0].domains[d].unit, tp.amean, tp.hmean, tp.stddev, inst.vcpus, cpu.amean, st.amean, mg.amean,
-                   100.0 * rm.amean, fi_cells);
+        fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>13.2f} {:>10.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.1f} {:>8.1f}{}\n",
+                   label, runs[0].domains[d].unit, tp.amean, tp.hmean, tp.stddev, inst.vcpus, cpu.amean, st.amean,
+                   bl.amean, mg.amean, 100.0 * rm.amean, fi_cells);
       else
         fmt::print(os, "{:<14} {:>10} {:>13.2f} {:>7} {:>8.2f} {:>9.2f} {:>9.2f} {:>9.1f} {:>8.1f}{}\n", label,
                    runs[0].domains[d].unit, tp.amean, inst.vcpus, cpu.amean, st.amean, bl.amean, mg.amean,

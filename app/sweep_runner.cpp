@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "app/build_id.h"
 #include "app/records.h"
 #include "app/runner.h"
 #include "app/config_error.h"
@@ -52,6 +53,11 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
   for (const auto& r : read_records(sum.records_path)) {
     if (r.value("scenario_hash", std::string()) != plan.scenario_hash)
       throw ConfigError(sum.records_path, 0, 0, "", "holds records of a different scenario (or an edited one); use another --out directory");
+    // Another build may be another model: its records are not this build's results.
+    if (const std::string b = r.value("vcpusim_build", std::string("(none)")); b != VCPUSIM_BUILD)
+      throw ConfigError(sum.records_path, 0, 0, "vcpusim_build",
+                        "holds records written by vcpusim build " + b + ", not by this one (" VCPUSIM_BUILD
+                        "), whose model may give other figures; use another --out directory");
     finished.insert(key_of(r));
   }
   for (std::size_t i = 0; i < plan.runs.size(); ++i)
@@ -84,6 +90,7 @@ nlohmann::json run_sweep_task(const SweepPlan& plan, const ScenarioSpec& spec, s
   nlohmann::json rec;
   rec["scenario"] = plan.name.empty() ? spec.name : plan.name;
   rec["scenario_hash"] = plan.scenario_hash;
+  rec["vcpusim_build"] = VCPUSIM_BUILD;
   rec["column"] = run.column.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.column);
   rec["column_index"] = run.column_index;
   rec["point"] = run.point;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,13 @@ TEST(Cli, DefaultScenarioRunsAndPrintsTheTable) {
   Outcome o = run("run --duration 2s");
   ASSERT_EQ(o.status, 0) << o.output;
   for (const char* s : {"throughput", "steal%", "events", "simulated/wall", "events/s", "MiB/s"})
+    EXPECT_NE(o.output.find(s), std::string::npos) << s;
+}
+
+TEST(Cli, RepetitionsTableKeepsEveryColumnAndAddsTheStatistics) {
+  Outcome o = run("run --duration 2s --repetitions 2");
+  ASSERT_EQ(o.status, 0) << o.output;
+  for (const char* s : {"mean", "hmean", "stddev", "CPU", "steal%", "blocked%", "migr/s", "remote%"})
     EXPECT_NE(o.output.find(s), std::string::npos) << s;
 }
 
@@ -198,6 +206,32 @@ TEST(CliSweep, ResumeAfterAnInterruptionLosesAndDuplicatesNothing) {
   EXPECT_EQ(canonical_records(cut), canonical_records(full));
   // Once complete, a re-run does nothing.
   EXPECT_NE(run("sweep " + f + " --out " + cut).output.find("0 records written, 12 already present"), std::string::npos);
+}
+
+TEST(CliSweep, RecordsOfAnotherBuildAreNeitherResumedNorMerged) {
+  // Each record names the build that wrote it (the one `--version` shows); another build may be
+  // another model, so its records must not pass for this build's on a resume or in a merge.
+  const std::string f = write_temp("sweep5.yaml", kSweep), d = fresh_dir("build"), e = fresh_dir("build2");
+  ASSERT_EQ(run("sweep " + f + " --out " + d + " --max-records 2").status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + e + " --max-records 2").status, 0);
+  const std::string version = run("--version").output;
+  const std::string build = version.substr(version.find('(') + 1, version.find(')') - version.find('(') - 1);
+  const std::string tag = "\"vcpusim_build\":\"" + build + "\"";
+  std::string text;
+  {
+    std::ifstream in(d + "/records.jsonl");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_NE(text.find(tag), std::string::npos) << text;
+  for (std::size_t at; (at = text.find(tag)) != std::string::npos;) text.replace(at, tag.size(), "\"vcpusim_build\":\"v0-other\"");
+  { std::ofstream(d + "/records.jsonl") << text; }
+  const Outcome resume = run("sweep " + f + " --out " + d);
+  EXPECT_EQ(resume.status, 2) << resume.output;
+  EXPECT_NE(resume.output.find("written by vcpusim build v0-other, not by this one (" + build + ")"), std::string::npos)
+      << resume.output;
+  const Outcome merge = run("merge " + e + " " + d + " --out " + fresh_dir("build3"));
+  EXPECT_EQ(merge.status, 2) << merge.output;
+  EXPECT_NE(merge.output.find("records of vcpusim build v0-other"), std::string::npos) << merge.output;
 }
 
 TEST(CliSweep, BadPathIsExitTwoNamingIt) {
