@@ -28,6 +28,7 @@
 #include "app/scenario.h"
 #include "app/yaml_reader.h"
 #include "guest/workload.h"
+#include "sim/params.h"
 #include "hypervisor/host.h"
 #include "policies/registry.h"
 
@@ -52,16 +53,31 @@ void write_atomically(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+// One parameter's line: its help, and for a choice the accepted names and the default.
+std::string describe_param(const sim::ParamSpec& q) {
+  std::string s = "      " + q.name + ": " + q.help;
+  if (q.kind == sim::ParamSpec::Kind::kChoice && !q.choices.empty()) {
+    std::string names;
+    for (const auto& c : q.choices) names += (names.empty() ? "" : " | ") + c;
+    const auto d = static_cast<std::size_t>(q.def);
+    s += " [" + names + "; default " + (d < q.choices.size() ? q.choices[d] : std::string("?")) + "]";
+  }
+  return s + "\n";
+}
+
 std::string list_plugins() {
   std::string s = "Scheduler policies (host.scheduler.policy):\n";
   for (const auto& p : policy::policies()) {
     s += "  " + std::string(p.name) + ": " + std::string(p.description) + "\n";
-    for (const auto& q : p.params) s += "      " + q.name + ": " + q.help + "\n";
+    for (const auto& q : p.params) s += describe_param(q);
   }
-  s += "Workloads (workload.kind):\n  program: phases of compute and block, looped (loops/s)\n";
+  s += "Workloads (workload.kind):\n  program: phases of compute and block, looped (loops/s)\n"
+       "      threads: threads running the phases (default 1)\n"
+       "      phases: list of {compute: DURATION, profile: cpu|memory|mixed, mem_intensity: 0..1, dist: const|exp|uniform}\n"
+       "              or {block: DURATION, dist: ...}, looped; a loop counts when its last compute phase ends\n";
   for (const auto& w : guest::workloads()) {
     s += "  " + std::string(w.kind) + ": " + std::string(w.description) + " (" + std::string(w.unit) + ")\n";
-    for (const auto& q : w.params) s += "      " + q.name + ": " + q.help + "\n";
+    for (const auto& q : w.params) s += describe_param(q);
   }
   return s;
 }

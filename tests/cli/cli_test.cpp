@@ -80,6 +80,14 @@ TEST(Cli, RepetitionsTableKeepsEveryColumnAndAddsTheStatistics) {
     EXPECT_NE(o.output.find(s), std::string::npos) << s;
 }
 
+TEST(Cli, ListNamesEveryParameterWithTheChoicesAndDefaultOfEachChoice) {
+  const Outcome o = run("run --list");
+  ASSERT_EQ(o.status, 0) << o.output;
+  for (const char* s : {"weights: ", "[linear | nice; default linear]", "program: ", "phases: ",
+                        "[ticket | pvticket | mutex | adaptive; default adaptive]"})
+    EXPECT_NE(o.output.find(s), std::string::npos) << s;
+}
+
 TEST(Cli, GoodScenarioRuns) {
   const Outcome o = run("run " + write_temp("good.yaml", kGood));
   EXPECT_EQ(o.status, 0) << o.output;
