@@ -280,6 +280,10 @@ TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   const Outcome t = run("reproduce smt-corun-sysbench --from " + d);
   EXPECT_NE(t.output.find("model beside published"), std::string::npos) << t.output;
   EXPECT_NE(t.output.find("summary: 3/3 cells within 3%"), std::string::npos) << t.output;
+  // Read without the --set values they were run with: shown, with a note saying so.
+  EXPECT_NE(t.output.find("come from another scenario document than smt-corun-sysbench"), std::string::npos) << t.output;
+  const Outcome same = run("reproduce smt-corun-sysbench --set duration=3s --set repetitions=2 --from " + d);
+  EXPECT_EQ(same.output.find("reproduce: note:"), std::string::npos) << same.output;
   EXPECT_EQ(run("reproduce no-such-study").status, 2);
 }
 
