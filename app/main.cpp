@@ -322,7 +322,10 @@ int main(int argc, char** argv) {
       const app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets));
       std::string dir = repro_from;
       if (dir.empty()) {
-        dir = repro_out.empty() ? "vcpusim-reproduce/" + r.name : repro_out;
+        // The default directory is per build and per scenario document, so a rebuilt vcpusim or
+        // other --set values start afresh (and keep the earlier records) instead of being refused.
+        dir = repro_out.empty() ? "vcpusim-reproduce/" + r.name + "/" + VCPUSIM_BUILD + "-" + r.plan.scenario_hash.substr(0, 8)
+                                : repro_out;
         app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
         print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));
       }

@@ -287,6 +287,26 @@ TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   EXPECT_EQ(run("reproduce no-such-study").status, 2);
 }
 
+TEST(CliReproduce, DefaultDirectoryIsPerBuildAndScenarioSoOtherSetsStartAfresh) {
+  // Without --out, the records go under vcpusim-reproduce/NAME/BUILD-HASH in the working
+  // directory: a second run with other --set values neither fails nor mixes with the first, and
+  // the same command again resumes (nothing left to run).
+  const std::string cwd = fresh_dir("repro-cwd");
+  auto in_cwd = [&](const std::string& args) { return shell("mkdir -p " + cwd + " && cd " + cwd + " && timeout 120 " + binary() + " " + args); };
+  const std::string a = "reproduce smt-corun-sysbench --set duration=2s --set repetitions=1";
+  const std::string b = "reproduce smt-corun-sysbench --set duration=3s --set repetitions=1";
+  ASSERT_EQ(in_cwd(a).status, 0);
+  const Outcome second = in_cwd(b);
+  ASSERT_EQ(second.status, 0) << second.output;
+  const Outcome again = in_cwd(a);
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find(" records written, 3 already present, 0 left"), std::string::npos) << again.output;
+  std::size_t dirs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(cwd) / "vcpusim-reproduce" / "smt-corun-sysbench"))
+    dirs += e.is_directory() ? 1 : 0;
+  EXPECT_EQ(dirs, 2u);
+}
+
 TEST(CliShard, ShardsPartitionTheSweepExactly) {
   const std::string f = write_temp("shard.yaml", kSweep), whole = fresh_dir("whole");
   ASSERT_EQ(run("sweep " + f + " --out " + whole).status, 0);
