@@ -242,6 +242,31 @@ TEST(CliSweep, RecordsOfAnotherBuildAreNeitherResumedNorMerged) {
   EXPECT_NE(merge.output.find("records of vcpusim build v0-other"), std::string::npos) << merge.output;
 }
 
+TEST(CliSweep, BuildIdNamesTheCommitAndEachDistinctEditOfIt) {
+  // scripts/build-id.sh (what vcpusim_build is made of): a clean checkout gives its commit, an
+  // edited one the commit, -dirty- and a hash of the edit, so two different edits differ.
+  if (shell("command -v git").status != 0) GTEST_SKIP() << "git is not on PATH";
+  const char* root = std::getenv("VCPUSIM_SOURCE_ROOT");
+  ASSERT_NE(root, nullptr);
+  const std::string script = std::string(root) + "/scripts/build-id.sh", repo = fresh_dir("build-id-repo");
+  const std::string git = "git -C " + repo + " -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(shell("mkdir -p " + repo + " && git init -q " + repo + " && echo a > " + repo + "/f && " + git + "add f && " +
+                  git + "commit -qm c").status, 0);
+  auto id = [&] {
+    std::string out = shell("sh " + script + " " + repo).output;
+    return out.substr(0, out.find('\n'));
+  };
+  const std::string clean = id();
+  EXPECT_EQ(clean.find("dirty"), std::string::npos) << clean;
+  ASSERT_EQ(shell("echo b > " + repo + "/f").status, 0);
+  const std::string edit1 = id();
+  ASSERT_EQ(shell("echo c > " + repo + "/f").status, 0);
+  const std::string edit2 = id();
+  EXPECT_EQ(edit1.rfind(clean + "-dirty-", 0), 0u) << edit1;
+  EXPECT_EQ(edit2.rfind(clean + "-dirty-", 0), 0u) << edit2;
+  EXPECT_NE(edit1, edit2);
+}
+
 TEST(CliSweep, BadPathIsExitTwoNamingIt) {
   std::string bad = kSweep;
   bad.replace(bad.find("vms.web.count"), 13, "vms.wbe.count");
