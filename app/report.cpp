@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "app/build_id.h"
 #include "app/report.h"
 
 #include <fmt/format.h>
@@ -93,6 +94,7 @@ nlohmann::json to_json(const ScenarioSpec& spec, const std::vector<RunResult>& r
   using nlohmann::json;
   json j;
   j["scenario"] = spec.name;
+  j["vcpusim_build"] = VCPUSIM_BUILD;  // the model that produced these figures
   j["file"] = spec.file;
   j["seed"] = spec.seed;
   j["policy"] = spec.policy;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -221,6 +222,11 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
 void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
                         const ReproductionResult& res) {
   fmt::print(os, "reproduction {}: {}\nsource: {}\n", r.name, r.description, r.source);
+  std::set<std::string> builds;  // the model(s) that wrote the records shown
+  for (const auto& rec : records) builds.insert(rec.value("vcpusim_build", std::string("(none)")));
+  std::string built;
+  for (const auto& b : builds) built += (built.empty() ? "" : ", ") + b;
+  fmt::print(os, "records written by vcpusim build {}\n", built.empty() ? std::string("-") : built);
   fmt::print(os, "metric {} ({}, model {} beside published), rows = {}, tolerance {:g}%\n\n", r.metric,
              r.higher_is_better ? "higher is better" : "lower is better", r.harmonic ? "Hmean" : "Amean", r.rows,
              r.tolerance_pct);

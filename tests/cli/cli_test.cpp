@@ -176,6 +176,7 @@ TEST(Cli, JsonAndCsvAreWritten) {
   std::string jt((std::istreambuf_iterator<char>(j)), {}), ct((std::istreambuf_iterator<char>(c)), {});
   EXPECT_NE(jt.find("\"vm.a.throughput\""), std::string::npos);
   EXPECT_NE(jt.find("\"timing\""), std::string::npos);
+  EXPECT_NE(jt.find("\"vcpusim_build\""), std::string::npos);  // the model that produced the figures
   // Header plus one row per (repetition, domain).
   EXPECT_EQ(std::count(ct.begin(), ct.end(), '\n'), 3);
 }
@@ -305,6 +306,7 @@ TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   const Outcome t = run("reproduce smt-corun-sysbench --from " + d);
   EXPECT_NE(t.output.find("model beside published"), std::string::npos) << t.output;
   EXPECT_NE(t.output.find("summary: 3/3 cells within 3%"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("records written by vcpusim build "), std::string::npos) << t.output;
   // Read without the --set values they were run with: shown, with a note saying so.
   EXPECT_NE(t.output.find("come from another scenario document than smt-corun-sysbench"), std::string::npos) << t.output;
   const Outcome same = run("reproduce smt-corun-sysbench --set duration=3s --set repetitions=2 --from " + d);
