@@ -82,6 +82,10 @@ struct CfsHost {
         h(spec, hs, seed, std::unique_ptr<hv::SchedulerPolicy>(watcher)) {}
   Cfs& cfs() { return watcher->cfs(); }
   hv::Host& host() { return h.host(); }
+  /// A one-vCPU entity named `name`, pinned to pCPU `cpu`, driven by the FakeGuest.
+  VcpuId pinned(const std::string& name, hv::PcpuId cpu) {
+    return h.add_fake(test::vm(name, 1, topo::CpuSet::single(cpu))).vcpus[0];
+  }
   /// Starts the host with every entity in `hogs` computing for good.
   void start_hogs(std::initializer_list<VcpuId> hogs) { start_hogs(std::vector<VcpuId>(hogs)); }
   void start_hogs(const std::vector<VcpuId>& hogs) {
@@ -633,9 +637,9 @@ TEST(CfsYield, DirectedYieldReschedulesARemoteTargetsPcpuOneIpiLater) {
   sim::ParamValues p;
   p.set("wakeup_granularity", 50e6);
   CfsHost ch(test::flat(2), p, exact());
-  const VcpuId y = ch.h.add_fake(test::vm("y", 1, topo::CpuSet::single(0))).vcpus[0];
-  const VcpuId c = ch.h.add_fake(test::vm("c", 1, topo::CpuSet::single(1))).vcpus[0];
-  const VcpuId t = ch.h.add_fake(test::vm("t", 1, topo::CpuSet::single(1))).vcpus[0];
+  const VcpuId y = ch.pinned("y", 0);
+  const VcpuId c = ch.pinned("c", 1);
+  const VcpuId t = ch.pinned("t", 1);
   ch.start_hogs({y, c, t});
   ASSERT_EQ(hv::ExecParams{}.resched_ipi, sim::us(1));
   for (int round = 0; round < 10; ++round) {
@@ -660,10 +664,10 @@ TEST(CfsYield, ARemoteCurrentAlreadyFlaggedGetsNoSecondIpi) {
   sim::ParamValues p;
   p.set("wakeup_granularity", 50e6);
   CfsHost ch(test::flat(3), p, exact());
-  const VcpuId y = ch.h.add_fake(test::vm("y", 1, topo::CpuSet::single(0))).vcpus[0];
-  const VcpuId z = ch.h.add_fake(test::vm("z", 1, topo::CpuSet::single(2))).vcpus[0];
+  const VcpuId y = ch.pinned("y", 0);
+  const VcpuId z = ch.pinned("z", 2);
   std::vector<VcpuId> q;
-  for (int i = 0; i < 3; ++i) q.push_back(ch.h.add_fake(test::vm("q" + std::to_string(i), 1, topo::CpuSet::single(1))).vcpus[0]);
+  for (int i = 0; i < 3; ++i) q.push_back(ch.pinned("q" + std::to_string(i), 1));
   ch.start_hogs({y, z, q[0], q[1], q[2]});
   const sim::Duration ipi = hv::ExecParams{}.resched_ipi;
   const sim::Time at = sim::ms(50);
