@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -330,21 +329,9 @@ int main(int argc, char** argv) {
         print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));
       }
       const auto recs = records_of({dir});
-      if (!repro_from.empty()) {
-        // Records read as they are may not be what this reproduction would run now: say so.
-        std::set<std::string> hashes, builds;
-        for (const auto& rec : recs) {
-          hashes.insert(rec.value("scenario_hash", std::string()));
-          builds.insert(rec.value("vcpusim_build", std::string("(none)")));
-        }
-        if (hashes.size() > 1 || (hashes.size() == 1 && *hashes.begin() != r.plan.scenario_hash))
-          std::cerr << "reproduce: note: the records in " << dir << " come from another scenario document than "
-                    << r.name << " as loaded here (other --set values, or an edited file)\n";
-        for (const auto& b : builds)
-          if (b != VCPUSIM_BUILD)
-            std::cerr << "reproduce: note: records in " << dir << " were written by vcpusim build " << b
-                      << ", not by this one (" << VCPUSIM_BUILD << "); its model may give other figures\n";
-      }
+      if (!repro_from.empty())  // records read as they are may not be what this reproduction would run now
+        for (const auto& n : app::provenance_notes(r, recs))
+          std::cerr << "reproduce: note: the records in " << dir << ": " << n << "\n";
       const app::ReproductionResult res = app::evaluate(r, recs);
       if (!repro_json.empty()) write_atomically(repro_json, app::reproduction_json(r, res).dump(2) + "\n");
       if (repro_json != "-") app::write_reproduction(std::cout, r, recs, res);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "app/build_id.h"
 #include "app/compare.h"
 #include "app/config_paths.h"
 #include "app/statistics.h"
@@ -222,10 +223,8 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
 void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
                         const ReproductionResult& res) {
   fmt::print(os, "reproduction {}: {}\nsource: {}\n", r.name, r.description, r.source);
-  std::set<std::string> builds;  // the model(s) that wrote the records shown
-  for (const auto& rec : records) builds.insert(rec.value("vcpusim_build", std::string("(none)")));
-  std::string built;
-  for (const auto& b : builds) built += (built.empty() ? "" : ", ") + b;
+  std::string built;  // the model(s) that wrote the records shown
+  for (const auto& b : record_builds(records)) built += (built.empty() ? "" : ", ") + b;
   fmt::print(os, "records written by vcpusim build {}\n", built.empty() ? std::string("-") : built);
   fmt::print(os, "metric {} ({}, model {} beside published), rows = {}, tolerance {:g}%\n\n", r.metric,
              r.higher_is_better ? "higher is better" : "lower is better", r.harmonic ? "Hmean" : "Amean", r.rows,
@@ -290,6 +289,26 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
       if (counts.second) fmt::print(os, "; {} {}/{}", col.empty() ? "-" : col, counts.first, counts.second);
     os << "\n";
   }
+}
+
+std::set<std::string> record_builds(const std::vector<nlohmann::json>& records) {
+  std::set<std::string> builds;
+  for (const auto& rec : records) builds.insert(rec.value("vcpusim_build", std::string("(none)")));
+  return builds;
+}
+
+std::vector<std::string> provenance_notes(const Reproduction& r, const std::vector<nlohmann::json>& records) {
+  std::vector<std::string> notes;
+  std::set<std::string> hashes;
+  for (const auto& rec : records) hashes.insert(rec.value("scenario_hash", std::string()));
+  if (hashes.size() > 1 || (hashes.size() == 1 && *hashes.begin() != r.plan.scenario_hash))
+    notes.push_back("they come from another scenario document than " + r.name +
+                    " as loaded here (other --set values, or an edited file)");
+  for (const auto& b : record_builds(records))
+    if (b != VCPUSIM_BUILD)
+      notes.push_back("some were written by vcpusim build " + b + ", not by this one (" + VCPUSIM_BUILD +
+                      "); its model may give other figures");
+  return notes;
 }
 
 nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res) {

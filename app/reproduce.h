@@ -26,6 +26,7 @@
 #pragma once
 
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,10 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
 void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
                         const ReproductionResult& res);
 nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult& res);
+/// The builds (`vcpusim_build`) that wrote `records`, sorted, "(none)" for records without one.
+std::set<std::string> record_builds(const std::vector<nlohmann::json>& records);
+/// What a reader of `records` (read with --from, as they are) should know: one line each when they
+/// come from another scenario document than `r` as loaded, or from another build than this one.
+std::vector<std::string> provenance_notes(const Reproduction& r, const std::vector<nlohmann::json>& records);
 
 }  // namespace vcpusim::app
