@@ -84,7 +84,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.bare_metal = d.group->bare_metal;
     dr.unit = std::string(d.os->workload().unit());
     dr.throughput = d.os->results().throughput;
-    double run = 0, runnable = 0, blocked = 0, mig = 0, sw = 0, remote = 0;
+    double run = 0, runnable = 0, blocked = 0, mig = 0, sw = 0, remote = 0, shared = 0;
     for (hv::VcpuId v : host.domain(d.id).vcpus) {
       const hv::VcpuStats st = host.vcpu_stats(v);
       run += static_cast<double>(st.running);
@@ -93,6 +93,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
       mig += static_cast<double>(st.migrations);
       sw += static_cast<double>(st.context_switches);
       remote += st.remote_run;
+      shared += static_cast<double>(st.smt_shared);
     }
     const double n = static_cast<double>(d.spec->vcpus);
     dr.cpu = run / meas;
@@ -101,6 +102,8 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.migrations_per_s = mig / meas_s;
     dr.switches_per_s = sw / meas_s;
     dr.remote_memory = run > 0 ? remote / run : 0.0;
+    dr.has_smt = spec.host.smt && host.topology().threads_per_core() > 1;
+    dr.smt_shared_pct = run > 0 ? 100.0 * shared / run : 0.0;
     const guest::GuestResults gr = d.os->results();
     const guest::LockStats& ls = gr.locks;
     dr.has_locks = !gr.per_lock.empty();
@@ -150,6 +153,7 @@ std::map<std::string, double> RunResult::metrics() const {
     m[p + "migrations_per_s"] = d.migrations_per_s;
     m[p + "switches_per_s"] = d.switches_per_s;
     m[p + "remote_memory"] = d.remote_memory;
+    if (d.has_smt) m[p + "smt_shared_pct"] = d.smt_shared_pct;
     if (d.has_locks) {
       m[p + "spin_pct"] = d.spin_pct;
       m[p + "lhp_per_s"] = d.lhp_per_s;

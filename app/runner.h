@@ -29,6 +29,10 @@ struct DomainResult {
   double migrations_per_s = 0;
   double switches_per_s = 0;
   double remote_memory = 0;  ///< share of running time spent on a node other than its memory's, 0..1
+  /// Share of running time with another entity on an SMT sibling (so at a co-run factor), in %;
+  /// in metrics() only if has_smt (the host has usable siblings).
+  bool has_smt = false;
+  double smt_shared_pct = 0;
   // Guest locks (guest/spinlock.h), over the measured interval; in metrics() only if has_locks.
   bool has_locks = false;
   double spin_pct = 0;          ///< CPU time burned spinning over the domain's running time, in %

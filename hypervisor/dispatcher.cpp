@@ -111,6 +111,7 @@ void Host::evict(PcpuId p) {
 
 // Takes `prev` (already Runnable or Blocked) off p; p is idle until the next switch_in.
 void Host::switch_out(PcpuId p, VcpuId prev) {
+  fold_smt_shared(p);
   Pcpu& pc = pcpus_[p];
   Vcpu& v = vcpus_[prev];
   v.remote_run += static_cast<double>(now_ - pc.busy_since) * (1.0 - domains_[v.domain].memory_on_node[topo_.node_of(p)]);
@@ -123,6 +124,7 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
 }
 
 void Host::switch_in(PcpuId p, VcpuId next) {
+  fold_smt_shared(p);
   Pcpu& pc = pcpus_[p];
   Vcpu& v = vcpus_[next];
   pc.curr = next;

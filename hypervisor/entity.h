@@ -55,6 +55,7 @@ struct Vcpu {
   double bw_demand = 0.0;           ///< bandwidth it currently draws on the nodes' shares
   std::uint64_t bw_stamp = 0;       ///< set when a share change must re-time it (execution.cpp)
   double remote_run = 0.0;          ///< running time x share of its memory off the node it ran on (ns)
+  sim::Duration smt_shared = 0;     ///< running time with another entity on an SMT sibling (closed stretches)
 
   RunstateClock clock;              ///< time spent in each runstate
   std::uint64_t migrations = 0;
@@ -76,6 +77,7 @@ struct Pcpu {
   std::uint64_t ipi_gen = 0;
   sim::Duration busy = 0;           ///< time an entity occupied it
   sim::Time busy_since = 0;
+  sim::Time smt_mark = 0;           ///< since when its entity's SMT-shared time is folded (Host::fold_smt_shared)
   std::uint64_t switches = 0;       ///< context switches it performed
   // Core scheduling (core_sched.cpp): forced idle = idle by the core-wide pick although the
   // policy had a runnable entity for it (of another cookie than the core's).

@@ -126,6 +126,25 @@ void Host::set_bandwidth_demand(Vcpu& v, double demand) {
     }
 }
 
+bool Host::smt_shared_now(PcpuId p) const {
+  if (pcpus_[p].curr == kIdle) return false;
+  for (const PcpuId s : topo_.smt_list(p))
+    if (s != p && pcpus_[s].curr != kIdle) return true;
+  return false;
+}
+
+// SMT-shared time is what the co-run factors (exec_model.h) were applied to, so it is charged
+// by the same rule: a thread's entity shares its core while any sibling runs an entity, whatever
+// that entity does (a spinner too). Stretches end at every switch on the core.
+void Host::fold_smt_shared(PcpuId p) {
+  if (topo_.threads_per_core() < 2) return;
+  for (const PcpuId s : topo_.smt_list(p)) {
+    Pcpu& sc = pcpus_[s];
+    if (smt_shared_now(s)) vcpus_[sc.curr].smt_shared += now_ - sc.smt_mark;
+    sc.smt_mark = now_;
+  }
+}
+
 void Host::retime_siblings(PcpuId p) {
   if (topo_.threads_per_core() < 2) return;
   for (const PcpuId s : topo_.smt_list(p)) {

@@ -223,6 +223,8 @@ VcpuStats Host::vcpu_stats(VcpuId id) const {
   if (v.state == Runstate::kRunning)  // the current stretch, not yet folded in at switch-out
     s.remote_run += static_cast<double>(now_ - pcpus_[v.pcpu].busy_since) *
                     (1.0 - domains_[v.domain].memory_on_node[topo_.node_of(v.pcpu)]);
+  s.smt_shared = v.smt_shared - b.smt_shared;
+  if (v.state == Runstate::kRunning && smt_shared_now(v.pcpu)) s.smt_shared += now_ - pcpus_[v.pcpu].smt_mark;
   s.runnable = v.clock.total(1, now_) - b.runnable;
   s.blocked = v.clock.total(2, now_) - b.blocked;
   s.migrations = v.migrations - b.migrations;

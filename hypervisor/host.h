@@ -81,6 +81,9 @@ class InvariantViolation : public std::runtime_error {
 struct VcpuStats {
   sim::Duration running = 0, runnable = 0, blocked = 0;
   double remote_run = 0;  ///< running time weighted by the share of memory off its node (ns)
+  /// Running time during which another entity ran on a sibling thread of its core: the time it
+  /// ran at an SMT co-run factor rather than alone (exec_model.h). 0 without SMT.
+  sim::Duration smt_shared = 0;
   std::uint64_t migrations = 0, context_switches = 0, wakeups = 0;
 };
 
@@ -243,6 +246,11 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void retime(Vcpu& v);
   void stop_progress(Vcpu& v);
   void retime_siblings(PcpuId p);
+  /// Folds the SMT-shared time of the entities on p's core up to now; called before any thread
+  /// of the core switches, so each stretch is charged under the sibling state it ran with.
+  void fold_smt_shared(PcpuId p);
+  /// Whether p runs an entity and another thread of its core does too.
+  bool smt_shared_now(PcpuId p) const;
   // Memory bandwidth sharing (execution.cpp).
   void set_bandwidth_demand(Vcpu& v, double demand);
   double bandwidth_share(NodeIdx n) const;

@@ -311,5 +311,49 @@ TEST(HostAccounting, TwoEntitiesOnOnePcpuEachStealAboutHalf) {
   EXPECT_NO_THROW(h.host().check_conservation());
 }
 
+TEST(HostAccounting, SmtSharedTimeIsRunningTimeBesideABusySibling) {
+  // One core, two threads. A hog on thread 0 throughout; a job on thread 1 of 105 ms of cpu
+  // work, which beside the hog runs at the cpu/cpu co-run factor 0.525 (exec_model.cpp), so for
+  // 200 ms of wall time (plus its switch-in), then halts. Each was beside a busy sibling exactly while the job ran:
+  // the hog for the job's running time, the job for all of its own; after that the hog runs
+  // alone and its shared time stops growing.
+  TestHost h(test::one_core_ht());
+  auto a = h.add_fake(test::vm("a", 1, test::cpus({0})));
+  auto b = h.add_fake(test::vm("b", 1, test::cpus({1})));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog());
+  h.fake().set_plan(b.vcpus[0], FakeGuest::job(105e6));
+  h.fake().kick(a.vcpus[0]);
+  h.fake().kick(b.vcpus[0]);
+  h.run_until(sim::ms(100));
+  EXPECT_EQ(h.host().vcpu_stats(a.vcpus[0]).smt_shared, sim::ms(100));  // the open stretch counts
+  h.run_until(sim::seconds(1));
+  const hv::VcpuStats sa = h.host().vcpu_stats(a.vcpus[0]), sb = h.host().vcpu_stats(b.vcpus[0]);
+  ASSERT_EQ(h.fake().completions(b.vcpus[0]), 1u);
+  // Its running time is the work at 0.525 plus the switch-in stall before it starts.
+  EXPECT_EQ(sb.running, static_cast<sim::Duration>(105e6 / 0.525) + hv::ExecParams{}.context_switch);
+  EXPECT_EQ(sb.smt_shared, sb.running);
+  EXPECT_EQ(sa.smt_shared, sb.running);
+  EXPECT_EQ(sa.running, sim::seconds(1));
+}
+
+TEST(HostAccounting, TwoEntitiesTakingTurnsOnOneThreadDoNotShareIt) {
+  // Time-sharing one hardware thread is not SMT sharing: two hogs on thread 0, its sibling
+  // idle, run for seconds and neither is ever charged shared time.
+  TestHost h(test::one_core_ht());
+  auto a = h.add_fake(test::vm("a", 1, test::cpus({0})));
+  auto b = h.add_fake(test::vm("b", 1, test::cpus({0})));
+  h.start();
+  for (VcpuId v : {a.vcpus[0], b.vcpus[0]}) {
+    h.fake().set_plan(v, FakeGuest::hog());
+    h.fake().kick(v);
+  }
+  h.run_until(sim::seconds(2));
+  for (VcpuId v : {a.vcpus[0], b.vcpus[0]}) {
+    EXPECT_GT(h.host().vcpu_stats(v).running, sim::ms(900)) << v;
+    EXPECT_EQ(h.host().vcpu_stats(v).smt_shared, 0) << v;
+  }
+}
+
 }  // namespace
 }  // namespace vcpusim
