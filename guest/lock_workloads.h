@@ -23,7 +23,8 @@
 // shrink, also a flush). `shootdown` is the acknowledgement latency of a running target: the
 // emulated ICR write, ~7k cycles (~2.8 us, note 1.3 "Guest IPI send", the X7560 of 002 has no
 // posted interrupts), plus the flush handler [E], so 3 us; 0 turns shootdowns off.
-// The rwsem's sleeping side and page faults are not modelled.
+// The rwsem's sleeping side and page faults are not modelled. This is `kernel: mmap-lock`, the
+// default; `kernel: arena-trim` is EbizzyArenaTrim below.
 //
 // dbench (note 3, "dbench"): each client replays file-system operations; an op is a syscall
 // of `op_time` CPU time ("Syscalls of 2-20 us"; default 10 us) with `sections` lock
@@ -67,6 +68,68 @@ class Ebizzy final : public Workload {
   std::uint32_t sections_;
   LockParams lock_;
   std::vector<std::uint32_t> pos_;  ///< next section per thread
+};
+
+/// ebizzy with `kernel: arena-trim`: a record follows the path glibc 2.17 and Linux 3.10 take
+/// for ebizzy's default mode (no -m/-M); lock_workloads.cpp opens with the derivation and the
+/// source of every number. Locks: 0 = the zone's lru_lock, 1 = the zone's (buddy) lock.
+class EbizzyArenaTrim final : public Workload {
+ public:
+  struct Params {
+    std::uint32_t threads = 4;
+    double burst_ns = 100e3;            ///< user time per record (memcpy + bsearch)
+    double mem_intensity = 0.5;
+    std::uint32_t chunk_pages = 128;    ///< ebizzy -s 512 KiB / 4 KiB pages
+    std::uint32_t top_pad_pages = 32;   ///< glibc DEFAULT_TOP_PAD 128 KiB: pages heap_trim keeps
+    std::uint32_t pagevec = 14;         ///< PAGEVEC_SIZE (3.10)
+    std::uint32_t gather_bundle = 8;    ///< MMU_GATHER_BUNDLE: mmu_gather's on-stack batch
+    std::uint32_t pcp_batch = 31;       ///< zone_batchsize() for a zone of 2 GiB or more
+    std::uint32_t pcp_high = 186;       ///< 6 x batch (setup_pageset)
+    double fault_ns = 1500;             ///< one anonymous fault outside the locks [E]
+    double zap_ns = 100;                ///< zap_pte_range per page [E]
+    double free_ns = 50;                ///< free_hot_cold_page per page [E]
+    double syscall_ns = 1000;           ///< madvise entry/exit, vma lookup, mmap_sem read [E]
+    double lock_page_ns = 35;           ///< per page under lru_lock / zone->lock [E]
+    double lock_miss_ns = 100;          ///< per acquisition: the lock's data on another socket
+    double shootdown_ns = 3e3;          ///< as Ebizzy's `shootdown`
+    double record_scale = 1.0;
+  };
+  /// One step of a record, before the user/kernel work is drawn.
+  struct Segment {
+    double work_ns = 0;   ///< mean unlocked work before the lock (or before the call / the end)
+    std::int32_t lock = -1;
+    double hold_ns = 0;
+    bool shootdown = false;
+    bool last = false;    ///< the record is credited when this step completes
+  };
+  static constexpr std::int32_t kLruLock = 0;
+  static constexpr std::int32_t kZoneLock = 1;
+
+  explicit EbizzyArenaTrim(const Params& p, LockParams lock);
+  std::string_view kind() const override { return "ebizzy"; }
+  std::uint32_t threads() const override { return p_.threads; }
+  Step next(std::uint32_t thread, sim::RngStream& rng) override;
+  std::string_view unit() const override { return "records/s"; }
+  std::vector<LockSpec> locks() const override {
+    return {LockSpec{"lru_lock", lock_}, LockSpec{"zone_lock", lock_}};
+  }
+  /// The segments of `thread`'s next record, advancing its per-CPU-page-list count (what next()
+  /// replays; exposed so tests can read a record's structure).
+  std::vector<Segment> build_record(std::uint32_t thread);
+  /// Pages a record faults in and frees again: chunk - top pad.
+  std::uint32_t faulted_pages() const { return p_.chunk_pages - p_.top_pad_pages; }
+  double hold_ns(std::uint32_t pages) const { return pages * p_.lock_page_ns + p_.lock_miss_ns; }
+  const Params& params() const { return p_; }
+
+ private:
+  struct ThreadState {
+    std::vector<Segment> record;
+    std::size_t pos = 0;
+    std::uint32_t pcp = 0;  ///< pages on the per-CPU list (the thread's own: see the .cpp)
+  };
+  Params p_;
+  LockParams lock_;
+  std::vector<ThreadState> ts_;
 };
 
 class Dbench final : public Workload {

@@ -4,12 +4,15 @@
 // request's round trip, more clients raise it, everyone sleeps between requests, bare-metal
 // cookies per process); specint-rate's copies never block and its score follows the straggler;
 // cassandra's hand-offs put threads to sleep and wake them; hammerdb's latch waiters spin;
-// specvirt-mix delivers its offered load on an idle machine.
+// specvirt-mix delivers its offered load on an idle machine; ebizzy's `kernel: arena-trim` record
+// takes lru_lock once per pagevec drain and release_pages batch, zone->lock only when its per-CPU
+// list crosses empty or high, and one shootdown between the zap and the frees.
 #include <gtest/gtest.h>
 
 #include "app/runner.h"
 #include "app/scenario.h"
 #include "guest/channel.h"
+#include "guest/lock_workloads.h"
 #include "guest/mutilate.h"
 #include "guest/specint_rate.h"
 
@@ -191,6 +194,97 @@ TEST(SpecvirtMix, EachRoleDeliversItsOfferedLoadOnAnIdleMachine) {
     // ~1 ms user loops over 2.9 s with 2 users: exponential draws move the rate by ~2%.
     EXPECT_NEAR(r.domains.at(0).throughput, 1.0, 0.06);
   }
+}
+
+namespace {
+
+struct RecordCount {
+  int lru = 0, zone = 0, shootdowns = 0, last = 0;
+  int lru_before_shootdown = 0;
+  double lru_pages = 0;
+};
+
+RecordCount count(const guest::EbizzyArenaTrim& w, const std::vector<guest::EbizzyArenaTrim::Segment>& rec) {
+  RecordCount c;
+  const auto& p = w.params();
+  for (const auto& g : rec) {
+    if (g.lock == guest::EbizzyArenaTrim::kLruLock) {
+      ++c.lru;
+      if (c.shootdowns == 0) ++c.lru_before_shootdown;
+      c.lru_pages += (g.hold_ns - p.lock_miss_ns) / p.lock_page_ns;
+    }
+    if (g.lock == guest::EbizzyArenaTrim::kZoneLock) ++c.zone;
+    if (g.shootdown) ++c.shootdowns;
+    if (g.last) ++c.last;
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST(EbizzyArenaTrim, SteadyRecordTakesLruLockFifteenTimesAndZoneLockNever) {
+  // 96 faulted pages (512 KiB - glibc's 128 KiB top pad): pagevec drains at faults 15, 29, ...,
+  // 85 (6) and zap_page_range's lru_add_drain of the last 12 (1); release_pages on the
+  // mmu_gather's 8 + 88 pages, 14 at a time: 8 | 14 x 6 | 4 (8). Every page goes through
+  // lru_lock twice. The per-CPU list (high 186 > 96) absorbs a record once it has been filled.
+  guest::EbizzyArenaTrim w(guest::EbizzyArenaTrim::Params{}, guest::LockParams{});
+  ASSERT_EQ(w.faulted_pages(), 96u);
+  const RecordCount first = count(w, w.build_record(0));
+  EXPECT_EQ(first.zone, 4);  // an empty list refilled 31 at a time: 124 >= 96
+  for (int r = 0; r < 3; ++r) {
+    const RecordCount c = count(w, w.build_record(0));
+    EXPECT_EQ(c.lru, 15);
+    EXPECT_EQ(c.zone, 0);
+    EXPECT_NEAR(c.lru_pages, 192.0, 1e-9);
+    EXPECT_EQ(c.shootdowns, 1);
+    EXPECT_EQ(c.lru_before_shootdown, 7);  // the TLB flush comes before any page is released
+    EXPECT_EQ(c.last, 1);
+  }
+  // Each thread keeps its own list: thread 1's first record refills too.
+  EXPECT_EQ(count(w, w.build_record(1)).zone, 4);
+}
+
+TEST(EbizzyArenaTrim, FaultCountFollowsTheTopPadAndTheBatchesFollowTheirSizes) {
+  // No top pad: 128 faults -> adds ceil(128 / 14) = 10 (9 full drains + 2 by lru_add_drain),
+  // releases 1 (8) + ceil(120 / 14) = 9 -> 20.
+  guest::EbizzyArenaTrim::Params p;
+  p.top_pad_pages = 0;
+  guest::EbizzyArenaTrim w(p, guest::LockParams{});
+  w.build_record(0);
+  EXPECT_EQ(count(w, w.build_record(0)).lru, 20);
+  // A high mark below a record's pages: the list now drains to the buddy lists and refills from
+  // them every record (zone->lock in the steady state too).
+  p = guest::EbizzyArenaTrim::Params{};
+  p.pcp_high = 40;
+  guest::EbizzyArenaTrim small(p, guest::LockParams{});
+  small.build_record(0);
+  const RecordCount c = count(small, small.build_record(0));
+  EXPECT_GE(c.zone, 4);
+  EXPECT_EQ(c.lru, 15);  // the LRU side does not depend on the per-CPU list
+}
+
+TEST(EbizzyArenaTrim, HoldsAreBatchPagesTimesThePerPageCostPlusOneMiss) {
+  guest::EbizzyArenaTrim w(guest::EbizzyArenaTrim::Params{}, guest::LockParams{});
+  w.build_record(0);
+  double longest = 0;
+  for (const auto& g : w.build_record(0))
+    if (g.lock >= 0) longest = std::max(longest, g.hold_ns);
+  EXPECT_DOUBLE_EQ(longest, 14 * 35.0 + 100.0);  // a full pagevec: 0.59 us (note 1.3: ~0.1-2 us)
+}
+
+TEST(EbizzyArenaTrim, RunsFifteenLruAcquisitionsAndOneShootdownPerRecord) {
+  // Four threads pinned one per core: the counts per credited record are the structure's.
+  const auto r = run(vm_scenario("{kind: ebizzy, kernel: arena-trim, threads: 4}", 4, kPinnedPerCore));
+  const auto& d = r.domains.at(0);
+  ASSERT_GT(d.throughput, 1000.0);
+  EXPECT_NEAR(d.lock_acquisitions_per_s / d.throughput, 15.0, 0.15);
+  EXPECT_NEAR(d.ipis_per_s / d.throughput, 1.0, 0.01);
+  // The default stays the one-mmap_lock model.
+  sim::ParamValues v;
+  v.set("threads", 4);
+  EXPECT_EQ(guest::Ebizzy::make(v)->locks().size(), 1u);
+  v.set("kernel", 1);
+  EXPECT_EQ(guest::Ebizzy::make(v)->locks().size(), 2u);
 }
 
 }  // namespace vcpusim
