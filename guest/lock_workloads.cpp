@@ -203,8 +203,10 @@ Step Ebizzy::next(std::uint32_t thread, sim::RngStream& rng) {
 // work, folded into the segments between the holds: fault_cost 1.5 us per fault, zap_cost
 // 0.1 us and free_cost 0.05 us per page, syscall_cost 1 us per madvise: [E] estimates (a 4 KiB
 // clear at a few GB/s is ~0.5-1 us of the fault; no measurement of the X7560 guest is at
-// hand). The user work `burst` (note 3, 100 us as the present model) is spread evenly over the
-// 128 pages the memcpy writes.
+// hand). `burst` (default: note 3's 100 us of user time, as the mmap-lock model) is everything
+// else a record costs outside those sections, spread evenly over the 128 pages the memcpy
+// writes; a study calibrates it where a measured rate says what a record costs (the PV-spinlock
+// reproduction: 5.74 ms of vCPU time per record from its 1x cell, configs/reproduce).
 // MODEL: the per-CPU list is kept per thread, not per vCPU (a thread does not know its vCPU
 // here); two threads that share a vCPU interleave records only at a guest context switch, so
 // the steady state (no zone->lock) is what a vCPU sees too, give or take a refill or drain per
@@ -217,8 +219,8 @@ EbizzyArenaTrim::EbizzyArenaTrim(const Params& p, LockParams lock) : p_(p), lock
   if (p_.pcp_high <= p_.pcp_batch) p_.pcp_high = p_.pcp_batch + 1;
 }
 
-std::vector<EbizzyArenaTrim::Segment> EbizzyArenaTrim::build_record(std::uint32_t thread) {
-  std::vector<Segment> out;
+void EbizzyArenaTrim::build_record(std::uint32_t thread, std::vector<Segment>& out) {
+  out.clear();
   std::uint32_t& pcp = ts_[thread].pcp;
   double acc = 0;  // unlocked work since the last emitted segment
   auto emit = [&](std::int32_t lock, std::uint32_t pages) {
@@ -277,13 +279,12 @@ std::vector<EbizzyArenaTrim::Segment> EbizzyArenaTrim::build_record(std::uint32_
   end.work_ns = acc;
   end.last = true;
   out.push_back(end);
-  return out;
 }
 
 Step EbizzyArenaTrim::next(std::uint32_t thread, sim::RngStream& rng) {
   ThreadState& t = ts_[thread];
   if (t.pos >= t.record.size()) {
-    t.record = build_record(thread);
+    build_record(thread, t.record);
     t.pos = 0;
   }
   const Segment& g = t.record[t.pos++];

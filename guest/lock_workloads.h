@@ -113,9 +113,16 @@ class EbizzyArenaTrim final : public Workload {
   std::vector<LockSpec> locks() const override {
     return {LockSpec{"lru_lock", lock_}, LockSpec{"zone_lock", lock_}};
   }
-  /// The segments of `thread`'s next record, advancing its per-CPU-page-list count (what next()
-  /// replays; exposed so tests can read a record's structure).
-  std::vector<Segment> build_record(std::uint32_t thread);
+  /// The segments of `thread`'s next record into `out` (cleared first; its capacity is reused, so
+  /// a run allocates nothing per record once every thread's vector has grown), advancing the
+  /// thread's per-CPU-page-list count: what next() replays.
+  void build_record(std::uint32_t thread, std::vector<Segment>& out);
+  /// The same into a new vector, for tests that read a record's structure.
+  std::vector<Segment> build_record(std::uint32_t thread) {
+    std::vector<Segment> out;
+    build_record(thread, out);
+    return out;
+  }
   /// Pages a record faults in and frees again: chunk - top pad.
   std::uint32_t faulted_pages() const { return p_.chunk_pages - p_.top_pad_pages; }
   double hold_ns(std::uint32_t pages) const { return pages * p_.lock_page_ns + p_.lock_miss_ns; }
