@@ -119,6 +119,7 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
   if (trace_) trace_->run_end(p, prev, now_);
   pc.curr = kIdle;
   idle_.set(p);
+  ple_.sched_out(prev, v.state == Runstate::kRunnable);  // kvm_sched_out: preempted unless it halted
   if (!units_) policy_->put_prev(p, prev, now_);  // units: the policy is told per unit (sched_unit.cpp)
   retime_siblings(p);
 }
@@ -153,6 +154,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
   v.last_ran = p;
   v.stall_until = now_ + spec_.exec.context_switch;
   v.progress_since = now_;
+  ple_.clear_preempted(next);  // kvm_sched_in
   ple_arm(v, true);  // vmx_vcpu_load after a schedule-out: shrink the window, restart the count
 }
 

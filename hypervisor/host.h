@@ -132,6 +132,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::uint32_t ple_window(VcpuId v) const { return ple_.window(v); }
   /// Whether v is inside KVM's PLE handler (in_spin_loop; tests).
   bool ple_in_spin_loop(VcpuId v) const { return ple_.in_spin_loop(v); }
+  /// Whether v is marked preempted (vcpu->preempted: scheduled out Runnable, not run since; tests).
+  bool ple_preempted(VcpuId v) const { return ple_.preempted(v); }
   /// Number of core-wide picks (the slow path, siblings asked) so far.
   std::uint64_t core_picks() const { return core_picks_; }
   SchedulerPolicy& policy() { return *policy_; }

@@ -42,6 +42,7 @@ void PauseLoopExiting::init(const PleParams& p, std::uint32_t vcpus, std::uint32
   last_boosted_.assign(domains, 0);  // kvm->last_boosted_vcpu starts at 0
   in_spin_loop_.assign(vcpus, 0);    // kvm_vcpu_init(): both false
   dy_eligible_.assign(vcpus, 0);
+  preempted_.assign(vcpus, 0);       // kvm_vcpu_init(): vcpu->preempted = false
   stats_.assign(domains, PleStats{});
 }
 
@@ -106,6 +107,11 @@ void Host::ple_exit(VcpuId id) {
       if (idx == v.index) continue;  // vcpu == me
       const VcpuId t = d.vcpus[idx];
       const Vcpu& c = vcpus_[t];
+      // 3.10's first test (before `me`, which is running and so never preempted): only a vCPU
+      // scheduled out while still Runnable (kvm_sched_out), and not switched in since, is a
+      // candidate; it is what keeps a woken, not yet run vCPU out. The halted and in-guest tests
+      // below can no longer refuse one that passed it; they stay as 3.10 has them.
+      if (!ple_.preempted(t)) continue;
       if (c.state == Runstate::kBlocked) continue;  // waitqueue_active(&vcpu->wq): halted
       if (!ple_.eligible_for_directed_yield(t)) continue;
       if (c.state == Runstate::kRunning) continue;  // kvm_vcpu_yield_to: PF_VCPU -> false (0)

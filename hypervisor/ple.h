@@ -25,8 +25,16 @@
 //      * me enters the handler: in_spin_loop = true;
 //      * one round-robin pass over the other vCPUs of the SAME VM, starting after
 //        kvm->last_boosted_vcpu and wrapping (3.10 writes it as two passes);
-//      * skip me; skip a vCPU halted in kvm_vcpu_block (waitqueue_active(&vcpu->wq); our kicks
-//        wake at once, so a kicked vCPU is already Runnable);
+//      * skip a vCPU whose vcpu->preempted is clear ("if (!ACCESS_ONCE(vcpu->preempted))
+//        continue", the first test of the loop). kvm_sched_out sets the flag when the vCPU
+//        thread is scheduled out still TASK_RUNNING (preempted, or descheduled by its own
+//        yield_to/yield: Runnable here); kvm_sched_in clears it, kvm_vcpu_init starts it clear.
+//        So a vCPU that is running, one that halted (blocked in kvm_vcpu_block), one that was
+//        woken from a halt but has not run since, and one that has never run are all skipped:
+//        only a vCPU taken off its pCPU while it still wanted it is a candidate;
+//      * skip me; skip a vCPU halted in kvm_vcpu_block (plain waitqueue_active(&vcpu->wq), with
+//        no kvm_arch_vcpu_runnable() exception in 3.10; a halted vCPU is never preempted, so
+//        the test above already skips it);
 //      * skip a vCPU that kvm_vcpu_eligible_for_directed_yield() refuses: one that is itself
 //        inside the handler (in_spin_loop) is eligible only if its dy_eligible is set, and every
 //        such check toggles dy_eligible, so a fellow spinner is a target every other time;
@@ -41,8 +49,16 @@
 //      * me leaves the handler: in_spin_loop = false, dy_eligible = false. After a successful
 //        yield that is when yield_to's schedule() returns, i.e. when me is next switched in
 //        (or kept by that reschedule): until then a descheduled spinner is in the handler.
-//    3.10 has no vcpu->preempted filter (kvm_sched_out's flag came with 3.11, [R]) nor the
-//    user-mode filter of yield_to_kernel_mode (4.15); a candidate is any vCPU not halted.
+//    Source [S]: torvalds/linux virt/kvm/kvm_main.c at db6ae6158186, the tip of tag
+//    kvm-3.10-1 that Linus merged on 2013-05-05 (01227a889ed5, the 3.10 merge window):
+//    kvm_vcpu_on_spin tests preempted, me, waitqueue_active, eligibility, in that order
+//    (kvm_sched_out / kvm_sched_in as above, read at 7bc7ae25b143). The flag came with Raghavendra
+//    K T's "kvm: Record the preemption status of vcpus using preempt notifiers" and "kvm:
+//    Iterate over only vcpus that are preempted" (7bc7ae25b143, authored 2013-03-04, committed
+//    by Gleb Natapov 2013-03-11, after v3.9-rc1 of 2013-03-03), so 3.10 is the first release
+//    with it and 3.9 has none. The `&& !kvm_arch_vcpu_runnable(vcpu)` exception to the halted
+//    test and the user-mode filter of yield_to_kernel_mode (4.15) are later; [R] for the former
+//    coming with the PV-unhalt host patches (3.12).
 //  - When the vCPU is next loaded after being scheduled out, its window shrinks
 //    (vmx_vcpu_load -> shrink_ple_window; ple_window_shrink 0 resets it to ple_window).
 // Xen flavour (xen/arch/x86/hvm/vmx/vmx.c, the PAUSE exit -> vcpu_yield(); vmcs.c ple_gap /
@@ -63,13 +79,15 @@
 //   flavour  kvm      kvm | xen (the loader makes credit2 hosts xen unless told otherwise)
 //
 // Invariants (checked by the dispatcher, ple.cpp): a PLE yield targets a vCPU of the spinner's
-// own VM ("ple-same-vm"), and only a Runnable one.
+// own VM ("ple-same-vm"), and only a Runnable one (which the preempted test implies).
 //
 // MODEL, not modelled: the user-mode filter of later kernels (4.15+, yield_to_kernel_mode; the
 // host here cannot tell guest mode). The handler itself takes no simulated time apart from
 // exit_cost, so a vCPU is inside it only for that cost and while it is descheduled by its own
 // yield. The scan and yield_to's decisions are taken at the exit instant (the runqueue state
 // they read is that of the exit, not of exit_cost later).
+// The vCPU thread's other sleeps (exits to user space, QEMU I/O) are not modelled, so halting is
+// the only way a vCPU leaves its pCPU without being marked preempted.
 // Bare-metal tasks never PLE-exit (PLE is a VMX control).
 #pragma once
 
@@ -123,6 +141,15 @@ class PauseLoopExiting {
   std::uint64_t gen(VcpuId v) const { return gen_[v]; }
   /// vmx_vcpu_load after a schedule-out: shrink (KVM) or nothing (Xen, fixed window).
   void sched_in(VcpuId v);
+  /// kvm_sched_in: v is on a pCPU again, so no longer preempted. Called at every switch-in.
+  void clear_preempted(VcpuId v) { preempted_[v] = 0; }
+  /// kvm_sched_out: "if (current->state == TASK_RUNNING) vcpu->preempted = true". Called at
+  /// every switch-out; `still_runnable` is false for a vCPU that halted (TASK_INTERRUPTIBLE).
+  void sched_out(VcpuId v, bool still_runnable) {
+    if (still_runnable) preempted_[v] = 1;
+  }
+  /// vcpu->preempted: v was last taken off a pCPU while Runnable and has not run since.
+  bool preempted(VcpuId v) const { return preempted_[v] != 0; }
   /// handle_pause: grow (KVM) or nothing (Xen).
   void grow(VcpuId v);
   std::uint32_t& last_boosted(DomainId d) { return last_boosted_[d]; }
@@ -144,6 +171,8 @@ class PauseLoopExiting {
   std::vector<std::uint32_t> last_boosted_;  ///< per domain: index within the domain
   std::vector<std::uint8_t> in_spin_loop_;   ///< per vCPU: vcpu->spin_loop.in_spin_loop
   std::vector<std::uint8_t> dy_eligible_;    ///< per vCPU: vcpu->spin_loop.dy_eligible
+  std::vector<std::uint8_t> preempted_;      ///< per vCPU: vcpu->preempted (set at switch-out if
+                                             ///< Runnable, cleared at switch-in; read by the scan)
   std::vector<PleStats> stats_;
 };
 

@@ -3,8 +3,9 @@
 // resets when the vCPU is loaded again (arch/x86/kvm/x86.h, vmx.c defaults); a spin exits only
 // once the guest has executed it for a whole window; and the directed yield of an exit goes only
 // to a ready vCPU of the spinner's own VM (kvm_vcpu_on_spin walks kvm->vcpu_array), with
-// Linux 3.10's candidate filters and yield rules (halted and in-guest vCPUs skipped, the
-// dy_eligible toggle, try = 3 -ESRCH answers, last_boosted_vcpu on success only).
+// Linux 3.10's candidate filters and yield rules (only vCPUs marked preempted, i.e. scheduled
+// out while Runnable and not run since; halted and in-guest vCPUs skipped; the dy_eligible
+// toggle, try = 3 -ESRCH answers, last_boosted_vcpu on success only).
 //
 // System: one pCPU, round robin, TSC at 1 GHz (a cycle is a nanosecond), the default 2 us
 // switch-in stall and 1.5 us exit cost. Spinners are FakeGuest segments of Profile::kSpin.
@@ -37,13 +38,16 @@ hv::HostSpec ple_host(hv::PleFlavour flavour = hv::PleFlavour::kKvm) {
   return h;
 }
 
-// A 2-vCPU VM "a" on a started host: vCPU 0 spins for good, vCPU 1 computes for good.
+// A 2-vCPU VM "a" on a started host: vCPU 1 computes for good from 0, vCPU 0 spins for good
+// from 100 us (returns then). a1 has run by the time a0 wakes, so once a0 takes the pCPU, a1 is
+// marked preempted and a candidate of a0's exits.
 TestHost::Vm start_spinner_beside_hog(TestHost& h) {
   auto a = h.add_fake(test::vm("a", 2));
   h.start();
   h.fake().set_plan(a.vcpus[1], FakeGuest::hog());
-  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
   h.fake().kick(a.vcpus[1]);
+  h.run_until(sim::us(100));
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
   h.fake().kick(a.vcpus[0]);
   return a;
 }
@@ -52,7 +56,8 @@ TestHost::Vm start_spinner_beside_hog(TestHost& h) {
 // asked, in order (an undirected yield goes to round robin).
 class ScriptedYieldTo : public test::CheckingPolicy {
  public:
-  explicit ScriptedYieldTo(int answer) : CheckingPolicy(TestHost::make_policy("rr")), answer_(answer) {}
+  explicit ScriptedYieldTo(int answer, const sim::ParamValues& rr = {})
+      : CheckingPolicy(TestHost::make_policy("rr", rr)), answer_(answer) {}
   std::vector<hv::VcpuId> asked;
   int yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override {
     if (to == hv::kIdle) return CheckingPolicy::yield(v, to, now);
@@ -64,21 +69,31 @@ class ScriptedYieldTo : public test::CheckingPolicy {
   int answer_;
 };
 
-// One pCPU; VM a of 5 vCPUs: a0 spins for ever, a1-a4 compute, so at each of a0's exits the
-// four others are ready. Returns the policy (owned by the host) after `run` of simulated time.
+// Round robin with a 100 us slice, whose yield_to() answers `answer`.
+std::unique_ptr<ScriptedYieldTo> scripted_rr(int answer) {
+  sim::ParamValues rr;
+  rr.set("slice", 100e3);
+  return std::make_unique<ScriptedYieldTo>(answer, rr);
+}
+
+// One pCPU, round robin with a 100 us slice; VM a of 5 vCPUs: a0 spins for ever, a1-a4 compute.
+// a1-a4 are woken first, so each has run a slice and been preempted before a0 first runs: at
+// each of a0's exits the four others are ready and marked preempted. The policy (owned by the
+// host) has recorded 20 ms of exits.
 struct ScanRig {
   ScriptedYieldTo* policy = nullptr;
   TestHost::Vm a;
   std::unique_ptr<TestHost> h;
   ScanRig(int answer, std::uint32_t pcpus = 1, std::uint32_t vcpus = 5) {
-    auto pol = std::make_unique<ScriptedYieldTo>(answer);
+    auto pol = scripted_rr(answer);
     policy = pol.get();
     h = std::make_unique<TestHost>(test::flat(pcpus), ple_host(), 1, std::move(pol));
     a = h->add_fake(test::vm("a", vcpus));
     h->start();
     h->fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
     for (std::uint32_t i = 1; i < vcpus; ++i) h->fake().set_plan(a.vcpus[i], FakeGuest::hog());
-    for (auto v : a.vcpus) h->fake().kick(v);
+    for (std::uint32_t i = 1; i < vcpus; ++i) h->fake().kick(a.vcpus[i]);
+    h->fake().kick(a.vcpus[0]);
     h->run_until(sim::ms(20));
   }
   std::uint64_t exits() const { return h->host().ple_stats(a.id).exits; }
@@ -147,7 +162,7 @@ TEST(PleExit, ExitsOnlyPastTheWindowAndGrowsIt) {
 }
 
 // A spinner shares the pCPU with another VM's hog: the hog is ready at every exit but belongs to
-// another VM, so the scan finds nobody (the spinner's sibling vCPU is halted: waitqueue_active).
+// another VM, so the scan finds nobody (the spinner's sibling vCPU is halted, never preempted).
 TEST(PleYield, NeverToAVcpuOfAnotherVm) {
   auto pol = std::make_unique<ScriptedYieldTo>(1);
   ScriptedYieldTo* const policy = pol.get();
@@ -208,6 +223,58 @@ TEST(PleYield, SuccessStopsTheScanAndMovesLastBoosted) {
   ASSERT_EQ(r.policy->asked.size(), r.exits());
   for (std::size_t i = 0; i < r.policy->asked.size(); ++i) EXPECT_EQ(r.policy->asked[i], r.a.vcpus[1 + i % 4]);
   EXPECT_EQ(r.h->host().ple_stats(r.a.id).yields, r.exits());
+}
+
+// 3.10's vcpu->preempted test (kvm_vcpu_on_spin's first): a vCPU that halted and has been woken
+// but has not run since is not a candidate, however long it waits; once it has run and been
+// preempted, it is. One pCPU, round robin with a 1 ms slice, yield_to answering 0 (so every
+// exit asks every candidate), a fixed 4096-cycle window. Woken in order: a1 computes for good;
+// a2 computes 100 us and halts; a0 spins for good. So a1 runs [0, 1 ms] and is preempted; a2
+// runs from 1 ms and halts; a0 spins from about 1.1 ms for a slice, its exits asking a1 only.
+// At 1.5 ms a2 is woken to compute for good: Runnable, not halted, not in the handler and not
+// running, it passes every other test of the scan, yet a0's exits until 2 ms never ask it. It
+// first runs after a1's next slice (about 3.1 ms) and is preempted at its end; a0's exits in
+// its next slice then ask it.
+TEST(PleYield, OnlyToAVcpuThatWasPreempted) {
+  sim::ParamValues rr;
+  rr.set("slice", 1e6);
+  auto pol = std::make_unique<ScriptedYieldTo>(0, rr);
+  ScriptedYieldTo* const policy = pol.get();
+  hv::HostSpec hs = ple_host();
+  hs.ple.grow = 0;
+  TestHost h(test::flat(1), hs, 1, std::move(pol));
+  auto a = h.add_fake(test::vm("a", 3));
+  h.start();
+  const hv::VcpuId a0 = a.vcpus[0], a1 = a.vcpus[1], a2 = a.vcpus[2];
+  h.fake().set_plan(a1, FakeGuest::hog());
+  h.fake().set_plan(a2, FakeGuest::job(100e3, 1));
+  h.fake().set_plan(a0, FakeGuest::hog(1e6, hv::Profile::kSpin));
+  for (auto v : {a1, a2, a0}) h.fake().kick(v);
+
+  h.run_until(sim::us(1500));
+  ASSERT_EQ(h.host().vcpu(a2).state, hv::Runstate::kBlocked);
+  ASSERT_EQ(h.host().vcpu(a0).state, hv::Runstate::kRunning);
+  EXPECT_TRUE(h.host().ple_preempted(a1));
+  EXPECT_FALSE(h.host().ple_preempted(a2));  // it halted: kvm_sched_out saw TASK_INTERRUPTIBLE
+  h.fake().set_plan(a2, FakeGuest::hog());
+  h.fake().kick(a2);
+  const std::size_t woken_at = policy->asked.size();
+  const std::uint64_t exits_at_wake = h.host().ple_stats(a.id).exits;
+
+  h.run_until(sim::ms(2));
+  ASSERT_EQ(h.host().vcpu(a2).state, hv::Runstate::kRunnable);
+  ASSERT_EQ(h.host().vcpu(a0).state, hv::Runstate::kRunning);
+  EXPECT_FALSE(h.host().ple_preempted(a2));  // woken, not run since: still not preempted
+  EXPECT_GT(h.host().ple_stats(a.id).exits, exits_at_wake + 50);  // an exit about every 5.6 us
+  ASSERT_EQ(policy->asked.size() - woken_at, h.host().ple_stats(a.id).exits - exits_at_wake);
+  for (std::size_t i = woken_at; i < policy->asked.size(); ++i) EXPECT_EQ(policy->asked[i], a1);
+
+  const std::size_t before_run = policy->asked.size();
+  h.run_until(sim::ms(6));
+  EXPECT_GT(h.fake().preemptions(a2), 0u);  // it ran a slice and was preempted
+  std::size_t asked_a2 = 0;
+  for (std::size_t i = before_run; i < policy->asked.size(); ++i) asked_a2 += policy->asked[i] == a2;
+  EXPECT_GT(asked_a2, 0u);
 }
 
 // A target in guest mode (PF_VCPU: running) is never handed to yield_to: with a pCPU each, the
@@ -280,10 +347,10 @@ TEST(PleYield, TheSpinnerGivesUpItsPcpuAfterTheExitsCost) {
   auto a = start_spinner_beside_hog(h);
   const sim::Duration cost = hs.ple.exit_cost;
   ASSERT_EQ(cost, sim::ns(1500));
-  // The first exit boosts a1 (the spinner is then its runqueue's skip buddy, which a 50 ms
-  // granularity keeps off the pCPU for the rest of the run).
-  sim::Time t = 100;
-  for (; t <= sim::ms(1) && h.host().ple_stats(a.id).yields == 0; t += 100) h.run_until(t);
+  // The first exit after a1 has been preempted boosts it (the spinner is then its runqueue's
+  // skip buddy, which a 50 ms granularity keeps off the pCPU for the rest of the run).
+  sim::Time t = sim::us(100) + 100;
+  for (; t <= sim::ms(50) && h.host().ple_stats(a.id).yields == 0; t += 100) h.run_until(t);
   ASSERT_EQ(h.host().ple_stats(a.id).yields, 1u);
   t -= 100;  // the boosting exit came in (t - 100, t]: in its handler until exit + cost
   EXPECT_EQ(h.host().vcpu(a.vcpus[0]).state, hv::Runstate::kRunning);
