@@ -8,10 +8,7 @@
 // 2^15 x 5 ns = 164 us it takes to halt, and both kinds run the same hand-overs: the gap must lie
 // within the model's own run-to-run spread (three seeds; 3 standard errors of the base mean as
 // measured here, with a floor of 0.1% of the mean for a model that happens to be
-// seed-insensitive). At 2x (the published +21.5%, above its noise) PV must win by more than 3
-// standard errors of the difference: with half the vCPUs preempted, a waiter handed lru_lock
-// while descheduled stalls every spinner behind it, and PV's halted waiters give their pCPU to
-// the other guest instead of spinning (model: about +5% over five seed sets, README).
+// seed-insensitive). The published 2x win (+21.5%, above its noise) is the disabled test below.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,8 +79,8 @@ TEST(PvSpinlocks, GapIsWithinNoiseAtOnceOvercommitOnEbizzy) {
 // NOT YET REPRODUCED since the PLE scan has 3.10's vcpu->preempted test (hypervisor/ple.h): a
 // PV waiter kicked awake is Runnable but not preempted until it runs, so spinners' exits can no
 // longer boost it, and the model's PV now loses at 2x (reproduction: Hmean -20.1%, 3 seeds;
-// this test's run: -567 records/s against 3 standard errors of 234). The README's +5% predates
-// the filter. Enable when PV wins again without tuning.
+// this test's run: -567 records/s against 3 standard errors of 234). Before the filter the model
+// won by about +5% over five seed sets. Enable when PV wins again without tuning.
 TEST(PvSpinlocks, DISABLED_PvBeatsTicketAtTwiceOvercommitOnEbizzy) {
   const Sample base = run(2, "ticket"), pv = run(2, "pvticket");
   EXPECT_GT(pv.halts, 0.0);  // the win comes with waiters that halted
