@@ -138,9 +138,12 @@ bool Host::smt_shared_now(PcpuId p) const {
 // that entity does (a spinner too). Stretches end at every switch on the core.
 void Host::fold_smt_shared(PcpuId p) {
   if (topo_.threads_per_core() < 2) return;
-  for (const PcpuId s : topo_.smt_list(p)) {
+  const auto& core = topo_.smt_list(p);
+  std::size_t busy = 0;
+  for (const PcpuId s : core) busy += pcpus_[s].curr != kIdle;
+  for (const PcpuId s : core) {
     Pcpu& sc = pcpus_[s];
-    if (smt_shared_now(s)) vcpus_[sc.curr].smt_shared += now_ - sc.smt_mark;
+    if (busy >= 2 && sc.curr != kIdle) vcpus_[sc.curr].smt_shared += now_ - sc.smt_mark;
     sc.smt_mark = now_;
   }
 }
