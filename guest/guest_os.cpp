@@ -143,7 +143,8 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
       th.halted = false;
       port_.set_work(vcpus_[vc].id, locks_[th.step.lock].spec.params.handoff_ns, hv::Profile::kMixed, 0.0);
       return;
-    case LockPhase::kHold:  // a critical section is never cut at the guest slice
+    case LockPhase::kHold:  // a kernel critical section is never cut at the guest slice
+      if (preemptible_hold(th)) break;
       th.segment = th.remaining;
       port_.set_work(vcpus_[vc].id, th.remaining, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps);
       return;
@@ -260,8 +261,9 @@ void GuestOs::complete_step(std::uint32_t vc, std::uint32_t t) {
 void GuestOs::continue_thread(std::uint32_t vc, std::uint32_t t) {
   Thread& th = threads_[t];
   // Rotate when the slice is used up and someone waits (Linux check_preempt_tick, coarsely);
-  // never inside a critical section (spinlocks disable preemption).
-  const bool preemptible = th.phase == LockPhase::kNone || th.phase == LockPhase::kPre;
+  // never inside a kernel critical section (spinlocks disable preemption), but a user-space
+  // lock's holder goes like any thread and keeps the lock.
+  const bool preemptible = th.phase == LockPhase::kNone || th.phase == LockPhase::kPre || preemptible_hold(th);
   if (preemptible && vcpus_[vc].queued > 0 && th.slice_used >= static_cast<double>(params_.slice)) {
     enqueue(vc, t);
     set_curr(vc, kNone);
@@ -273,6 +275,12 @@ void GuestOs::continue_thread(std::uint32_t vc, std::uint32_t t) {
 
 // ---------------------------------------------------------------------------------------------
 // Locks (see guest_os.h, "Locks").
+
+bool GuestOs::preemptible_hold(const Thread& th) const {
+  if (th.phase != LockPhase::kHold || th.step.lock < 0) return false;
+  const LockState& l = locks_[static_cast<std::size_t>(th.step.lock)];
+  return !spin_kind(l) && l.spec.params.user_space;
+}
 
 void GuestOs::begin_acquire(std::uint32_t vc, std::uint32_t t) {
   Thread& th = threads_[t];

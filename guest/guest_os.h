@@ -59,7 +59,9 @@
 // through a 1 ns set_preempted_work segment when the host next runs it). Targets: a running
 // one is due at once + latency; a preempted or halted one when it is next put on a pCPU
 // (on_vcpu_scheduled, with or without kept work); a halted one is kicked, unless it polls.
-// MODEL: a mutex holder is not rotated out by the guest either; the unlocker pays no cost for
+// A holder of a user-space mutex or adaptive lock (LockParams::user_space: pthread mutexes,
+// InnoDB latches) is rotated out at its slice like any thread, still holding the lock; a kernel
+// lock's holder never is. MODEL: the unlocker pays no cost for
 // a kick (the exit is folded into kick_latency, which delays the waiter instead); statistics of
 // a wait or spin are counted when it ends, if that is inside the measured interval.
 //
@@ -224,6 +226,9 @@ class GuestOs final : public hv::GuestHooks {
   bool spin_kind(const LockState& l) const {
     return l.spec.params.kind == LockKind::kTicket || l.spec.params.kind == LockKind::kPvTicket;
   }
+  /// Thread t holds a user-space sleeping lock (LockParams::user_space): the guest may rotate it
+  /// out at its slice inside the critical section.
+  bool preemptible_hold(const Thread& th) const;
   /// A PV waiter on vc waits for the kick only (Xen poll): other wake-ups must not kick vc.
   bool polling(std::uint32_t vc) const;
   // IPIs (ipi.h, "IPIs" above).

@@ -50,6 +50,7 @@ std::unique_ptr<Workload> Hammerdb::make(const sim::ParamValues& v) {
   } else {
     p.lock = read_lock_params(v);
   }
+  p.lock.user_space = true;  // InnoDB's latches are mysqld's: a holder is a preemptible user thread
   return std::make_unique<Hammerdb>(p);
 }
 

@@ -56,6 +56,14 @@ struct LockParams {
   /// default 50): 30 x 3 x 50 = 4500 loops on average, so 22.5 us at 5 ns a loop and ~250 us with
   /// Skylake's 140-cycle PAUSE (55 ns a loop).
   std::uint32_t spin_wait_loops = 30 * 3 * 50;
+  /// mutex and adaptive only: the lock lives in user space (a pthread mutex, an InnoDB latch),
+  /// so its holder is an ordinary user thread that the guest kernel preempts at the end of its
+  /// slice like any other (scheduler_tick -> check_preempt_tick, honoured on the return to user
+  /// space), and the lock stays held while the holder waits for its vCPU. A kernel lock is
+  /// never cut: spinlocks disable preemption, and a kernel mutex or rwsem holder on the
+  /// non-preemptible server kernels modelled here (CONFIG_PREEMPT_NONE / _VOLUNTARY) runs until
+  /// it releases or sleeps. Set by the workload that owns the lock.
+  bool user_space = false;
   /// Test hook for the lost-kick check: the unlocker "forgets" to kick (never set by app/).
   bool drop_kicks_for_test = false;
 

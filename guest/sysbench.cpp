@@ -58,7 +58,8 @@ std::vector<LockSpec> SysbenchMemory::locks() const {
   if (version_ == Version::k10) return {};
   LockParams p;
   p.kind = LockKind::kMutex;
-  p.barging = true;  // glibc's default pthread mutex
+  p.barging = true;     // glibc's default pthread mutex
+  p.user_space = true;  // sysbench's own mutexes: the guest may preempt their holder
   return {LockSpec{"sb_globals.exec_mutex", p}, LockSpec{"oper_mutex", p}};
 }
 

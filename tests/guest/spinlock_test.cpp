@@ -257,6 +257,37 @@ TEST(Spinlock, MutexWaitersLetOtherThreadsRun) {
   EXPECT_GT(g.os->results().steps, 900u);
 }
 
+TEST(Spinlock, UserSpaceMutexHolderIsPreemptedAtItsSliceAndKeepsTheLock) {
+  // Two threads on ONE vCPU, each 10 us outside and 10 ms inside the mutex: the hold is longer
+  // than the guest slice (3 ms). A kernel mutex holder is never rotated out, so the waiter sleeps
+  // and the holder runs its section through: nothing else is ever scheduled inside it. A
+  // user-space mutex (pthread) holder is preempted at its slice like any thread; the other
+  // thread then runs, finds the mutex held, sleeps, and the holder resumes: the waiter's
+  // contended attempts (one per preemption inside a hold) show it.
+  auto run = [](bool user_space) {
+    TestHost h(test::flat(1), {}, 1, "rr", rr_slice(100e3));
+    LockParams p = kind(LockKind::kMutex);
+    p.barging = true;
+    p.user_space = user_space;
+    auto g = h.add_vm(test::vm("a", 1), std::make_unique<LockLoop>(2, 10e3, 10e6, p));
+    Recorder rec;
+    g.os->set_lock_observer(&rec);
+    h.start();
+    h.run_until(sim::ms(200));
+    EXPECT_FALSE(rec.overlap);
+    return g.os->results();
+  };
+  const guest::GuestResults kernel = run(false), user = run(true);
+  // 200 ms of one CPU at 10.01 ms per loop: 19-20 loops either way (the mutex serialises them).
+  EXPECT_GE(kernel.steps, 18u);
+  EXPECT_GE(user.steps, 18u);
+  // Kernel: the waiter runs only between holds and always finds the mutex free. User: 3 ms
+  // into each hold the holder is rotated out, the waiter runs, fails and sleeps (then nothing
+  // waits for the vCPU, so the holder finishes its section): one contended attempt per hold.
+  EXPECT_EQ(kernel.locks.contended, 0u);
+  EXPECT_GE(user.locks.contended, 15u);
+}
+
 TEST(Spinlock, AdaptiveWaiterSpinsItsBoundThenSleeps) {
   // Two threads on two vCPUs, each on its own pCPU; each holds the lock 500 us after 10 us
   // outside it. A waiter spins spin_wait_ns (4500 loops x 5 ns = 22.5 us: InnoDB's 30 rounds)
