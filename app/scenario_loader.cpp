@@ -10,6 +10,7 @@
 #include "app/affinity.h"
 #include "app/scenario.h"
 #include "app/topology_loader.h"
+#include "guest/spinlock.h"
 #include "guest/workload.h"
 #include "policies/registry.h"
 
@@ -560,6 +561,17 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       s.groups.push_back(std::move(g));
     }
   }
+  // A Linux guest's PV spinlocks are its hypervisor's (chosen at boot: kvm_spinlock_init on KVM,
+  // xen_init_spinlocks on Xen), so a workload's `pv_flavour` follows the host policy unless the
+  // file gives it, as the PLE flavour does (read_ple): credit2 is the Xen host here.
+  if (s.policy == "credit2")
+    for (GroupSpec& g : s.groups) {
+      if (g.bare_metal || g.workload.params.all().count("pv_flavour")) continue;
+      const guest::WorkloadInfo* info = guest::find_workload(g.workload.kind);
+      if (!info) continue;
+      for (const auto& spec : info->params)
+        if (spec.name == "pv_flavour") g.workload.params.set("pv_flavour", static_cast<double>(guest::PvFlavour::kXen));
+    }
   if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
   if (entities > 1'000'000) root.fail("more than 1,000,000 vCPUs and tasks");
   assign_cookies(s, cookie_override);

@@ -125,7 +125,8 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
   switch (th.phase) {
     case LockPhase::kSpin: start_spin(vc, t, true); return;
     case LockPhase::kHalted:
-      // Woken before its ticket was served (KVM safe_halt: any interrupt): spin again.
+      // Woken before its ticket was served (KVM safe_halt with IRQs on: any interrupt): spin
+      // again.
       th.halted = false;
       if (measuring()) ++locks_[th.step.lock].stats.spurious_wakeups;
       th.phase = LockPhase::kSpin;
@@ -499,7 +500,8 @@ void GuestOs::deliver_kick(std::uint32_t vc) {
 bool GuestOs::polling(std::uint32_t vc) const {
   const std::uint32_t t = vcpus_[vc].curr;
   if (t == kNone || !threads_[t].halted) return false;
-  return locks_[threads_[t].step.lock].spec.params.flavour == PvFlavour::kXen;
+  const LockParams& p = locks_[threads_[t].step.lock].spec.params;
+  return p.flavour == PvFlavour::kXen || p.irqs_off;
 }
 
 void GuestOs::on_vcpu_preempted(hv::VcpuId v) {

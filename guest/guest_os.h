@@ -30,9 +30,10 @@
 //    (ticket: unbounded; pvticket: spin_threshold x spin_loop_ns). Spin CPU time is measured as
 //    the vCPU's run time across the spin (GuestPort::run_time), never per loop.
 //  - pvticket, kHalted: the threshold segment completed: slow-path flag set, vCPU halted. The
-//    unlocker kicks it (guest timer at now + kick_latency, then GuestPort::kick). KVM: a wake
-//    by anything else is spurious, it spins another threshold; Xen (poll): only the kick wakes
-//    it (GuestOs does not kick a polling vCPU to place a woken thread).
+//    unlocker kicks it (guest timer at now + kick_latency, then GuestPort::kick). KVM with
+//    IRQs on (safe_halt): a wake by anything else is spurious, it spins another threshold; Xen
+//    (poll) and KVM with IRQs off (halt(), LockParams::irqs_off): only the kick wakes it
+//    (GuestOs does not kick such a vCPU to place a woken thread or deliver an IPI).
 //  - mutex, kSleep: the thread blocks (the vCPU runs another thread or halts); the unlocker
 //    hands over and wakes it like any waking thread.
 //  - adaptive, kSpinWait then kSleep: a barging mutex whose waiter first spins (its vCPU burns
@@ -58,7 +59,9 @@
 // target's due time); then kIpiDone, and the step completes (at once if its vCPU runs, else
 // through a 1 ns set_preempted_work segment when the host next runs it). Targets: a running
 // one is due at once + latency; a preempted or halted one when it is next put on a pCPU
-// (on_vcpu_scheduled, with or without kept work); a halted one is kicked, unless it polls.
+// (on_vcpu_scheduled, with or without kept work); a halted one is kicked, unless it waits for
+// a kick only (polling()). MODEL: such a target acknowledges when it next runs, not after the
+// critical section that re-enables its interrupts.
 // A holder of a user-space mutex or adaptive lock (LockParams::user_space: pthread mutexes,
 // InnoDB latches) is rotated out at its slice like any thread, still holding the lock; a kernel
 // lock's holder never is. MODEL: the unlocker pays no cost for
@@ -229,7 +232,8 @@ class GuestOs final : public hv::GuestHooks {
   /// Thread t holds a user-space sleeping lock (LockParams::user_space): the guest may rotate it
   /// out at its slice inside the critical section.
   bool preemptible_hold(const Thread& th) const;
-  /// A PV waiter on vc waits for the kick only (Xen poll): other wake-ups must not kick vc.
+  /// A PV waiter on vc waits for the kick only (Xen poll, or KVM halt() with IRQs off:
+  /// LockParams::irqs_off): other wake-ups must not kick vc.
   bool polling(std::uint32_t vc) const;
   // IPIs (ipi.h, "IPIs" above).
   void begin_ipi(std::uint32_t vc, std::uint32_t t);

@@ -111,7 +111,12 @@ class EbizzyArenaTrim final : public Workload {
   Step next(std::uint32_t thread, sim::RngStream& rng) override;
   std::string_view unit() const override { return "records/s"; }
   std::vector<LockSpec> locks() const override {
-    return {LockSpec{"lru_lock", lock_}, LockSpec{"zone_lock", lock_}};
+    // Both with interrupts off in 3.10: lru_lock by spin_lock_irqsave (pagevec_lru_move_fn,
+    // release_pages), zone->lock inside the local_irq_save of buffered_rmqueue and
+    // free_hot_cold_page (rmqueue_bulk, free_pcppages_bulk).
+    LockParams p = lock_;
+    p.irqs_off = true;
+    return {LockSpec{"lru_lock", p}, LockSpec{"zone_lock", p}};
   }
   /// The segments of `thread`'s next record into `out` (cleared first; its capacity is reused, so
   /// a run allocates nothing per record once every thread's vector has grown), advancing the

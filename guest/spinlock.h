@@ -56,6 +56,14 @@ struct LockParams {
   /// default 50): 30 x 3 x 50 = 4500 loops on average, so 22.5 us at 5 ns a loop and ~250 us with
   /// Skylake's 140-cycle PAUSE (55 ns a loop).
   std::uint32_t spin_wait_loops = 30 * 3 * 50;
+  /// Spin kinds: the lock is taken with interrupts off (spin_lock_irqsave / spin_lock_irq, or
+  /// inside a section that disabled them). A KVM PV waiter then halts with `halt()`, not
+  /// `safe_halt()` (V10 kvm_lock_spinning: "if (arch_irqs_disabled_flags(flags)) halt(); else
+  /// safe_halt();"), so no interrupt ends its wait: an IPI or a reschedule IPI stays pending
+  /// (KVM wakes the vCPU thread, finds it not runnable with IF=0 in kvm_arch_vcpu_runnable, and
+  /// blocks it again) and only the kick wakes it, as a Xen poller. Set by the workload that
+  /// owns the lock.
+  bool irqs_off = false;
   /// mutex and adaptive only: the lock lives in user space (a pthread mutex, an InnoDB latch),
   /// so its holder is an ordinary user thread that the guest kernel preempts at the end of its
   /// slice like any other (scheduler_tick -> check_preempt_tick, honoured on the return to user

@@ -3,6 +3,8 @@
 // expansion, and that every error names the right line and field.
 #include <gtest/gtest.h>
 
+#include "guest/spinlock.h"
+
 #include "app/scenario.h"
 #include "app/yaml_reader.h"
 #include "loader_support.h"
@@ -172,6 +174,23 @@ TEST(ScenarioLoader, HostPleKeys) {
   EXPECT_EQ(all.host.ple.exit_cost, sim::us(1));
   EXPECT_EQ(all.host.ple.flavour, hv::PleFlavour::kXen);
   EXPECT_FALSE(load("topology: one-core-ht\nhost: {ple: {enabled: true, gap: 0}}\n" + vms).host.ple.active());
+}
+
+// A guest's PV lock flavour is its hypervisor's: xen on a credit2 (Xen) host, kvm on cfs, unless
+// the workload names one.
+TEST(ScenarioLoader, PvLockFlavourFollowsTheHostUnlessGiven) {
+  const auto flavour = [](const ScenarioSpec& s) { return s.groups[0].workload.params.get("pv_flavour", 0); };
+  const std::string vm = "vms:\n  - {name: a, vcpus: 2, workload: {kind: ebizzy, lock: pvticket";
+  const ScenarioSpec kvm = load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}}\n" + vm + "}}\n");
+  EXPECT_EQ(flavour(kvm), 0.0);
+  const ScenarioSpec xen = load("topology: one-core-ht\nhost: {scheduler: {policy: credit2}}\n" + vm + "}}\n");
+  EXPECT_EQ(flavour(xen), static_cast<double>(guest::PvFlavour::kXen));
+  const ScenarioSpec given = load("topology: one-core-ht\nhost: {scheduler: {policy: credit2}}\n" + vm + ", pv_flavour: kvm}}\n");
+  EXPECT_EQ(flavour(given), static_cast<double>(guest::PvFlavour::kKvm));
+  // A workload without PV locks gets no such parameter.
+  const ScenarioSpec cpu = load("topology: one-core-ht\nhost: {scheduler: {policy: credit2}}\n"
+                                "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n");
+  EXPECT_EQ(cpu.groups[0].workload.params.all().count("pv_flavour"), 0u);
 }
 
 TEST(ScenarioLoader, HostPleBadValuesNameTheField) {

@@ -229,6 +229,59 @@ TEST(Spinlock, DroppedKickIsCaughtAsLostKick) {
   }
 }
 
+/// Thread 0 holds lock 0 for 2 ms at a time, thread 1 takes it briefly (so it waits, and halts
+/// past SPIN_THRESHOLD), thread 2 computes 50 us and sends a shootdown, over and over.
+class HaltedWaiterUnderShootdowns final : public guest::Workload {
+ public:
+  explicit HaltedWaiterUnderShootdowns(LockParams p) : p_(p) {}
+  std::string_view kind() const override { return "halted-waiter"; }
+  std::uint32_t threads() const override { return 3; }
+  guest::Step next(std::uint32_t thread, sim::RngStream&) override {
+    guest::Step s;
+    s.work_ns = thread == 2 ? 50e3 : 10e3;
+    s.result = 1;
+    if (thread < 2) {
+      s.lock = 0;
+      s.hold_ns = thread == 0 ? 2e6 : 10e3;
+    } else {
+      s.shootdown_ns = 3000;
+    }
+    return s;
+  }
+  std::string_view unit() const override { return "steps/s"; }
+  std::vector<guest::LockSpec> locks() const override { return {guest::LockSpec{"l", p_}}; }
+
+ private:
+  LockParams p_;
+};
+
+TEST(Spinlock, KvmWaiterHaltedWithIrqsOffWakesOnlyForItsKick) {
+  // Three vCPUs, each alone on its pCPU. The PV waiter on vCPU 1 halts for most of thread 0's
+  // 2 ms holds while vCPU 2 sends a shootdown every ~50 us. With IRQs on (safe_halt) each one
+  // wakes it: a spurious wake-up, another threshold of spinning, another halt. Taken with IRQs
+  // off (halt()), the lock's waiter sleeps through them until its kick, and the calls to it
+  // wait for that: longer shootdowns, no spurious wake-ups.
+  auto run = [](bool irqs_off) {
+    TestHost h(test::flat(3), {}, 1, "rr", rr_slice(100e3));
+    LockParams p = kind(LockKind::kPvTicket);
+    p.irqs_off = irqs_off;
+    auto g = h.add_vm(test::vm_pinned_each("a", {0, 1, 2}), std::make_unique<HaltedWaiterUnderShootdowns>(p));
+    h.start();
+    h.run_until(sim::ms(100));
+    return g.os->results();
+  };
+  const guest::GuestResults on = run(false), off = run(true);
+  ASSERT_GT(on.locks.halts, 20u);
+  ASSERT_GT(off.locks.halts, 20u);
+  EXPECT_GT(on.locks.spurious_wakeups, 100u);  // ~2 ms / (50 us + 164 us) per hold, 40 holds
+  EXPECT_EQ(off.locks.spurious_wakeups, 0u);
+  // Each waiter halts once per hold with IRQs off (then the kick), many times with them on.
+  EXPECT_LE(off.locks.halts, off.locks.kicks + 1);
+  const double wait_on = on.ipis.wait_ns / static_cast<double>(on.ipis.sent);
+  const double wait_off = off.ipis.wait_ns / static_cast<double>(off.ipis.sent);
+  EXPECT_GT(wait_off, 5 * wait_on);
+}
+
 TEST(Spinlock, MutexNeverSpins) {
   TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
   auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(LockKind::kMutex)));

@@ -79,8 +79,10 @@ TEST(PvSpinlocks, GapIsWithinNoiseAtOnceOvercommitOnEbizzy) {
 // NOT YET REPRODUCED since the PLE scan has 3.10's vcpu->preempted test (hypervisor/ple.h): a
 // PV waiter kicked awake is Runnable but not preempted until it runs, so spinners' exits can no
 // longer boost it, and the model's PV now loses at 2x (reproduction: Hmean -20.1%, 3 seeds;
-// this test's run: -567 records/s against 3 standard errors of 234). Before the filter the model
-// won by about +5% over five seed sets. Enable when PV wins again without tuning.
+// this test's run: -567 records/s against 3 standard errors of 234; -34.9% since ebizzy's locks
+// halt their waiters with interrupts off, README "The PV-spinlock study": a convoy). Before the
+// filter the model won by about +5% over five seed sets. Enable when PV wins again without
+// tuning.
 TEST(PvSpinlocks, DISABLED_PvBeatsTicketAtTwiceOvercommitOnEbizzy) {
   const Sample base = run(2, "ticket"), pv = run(2, "pvticket");
   EXPECT_GT(pv.halts, 0.0);  // the win comes with waiters that halted
