@@ -78,6 +78,18 @@ struct Recorder final : guest::LockObserver {
   }
 };
 
+/// Runs workload `w` in VM `d` on `h` for `t`, checking mutual exclusion throughout, and returns
+/// the guest's results.
+guest::GuestResults run_checked(TestHost& h, hv::DomainSpec d, std::unique_ptr<guest::Workload> w, sim::Duration t) {
+  auto g = h.add_vm(std::move(d), std::move(w));
+  Recorder rec;
+  g.os->set_lock_observer(&rec);
+  h.start();
+  h.run_until(t);
+  EXPECT_FALSE(rec.overlap);
+  return g.os->results();
+}
+
 sim::ParamValues rr_slice(double ns) {
   sim::ParamValues v;
   v.set("slice", ns);
@@ -322,13 +334,7 @@ TEST(Spinlock, UserSpaceMutexHolderIsPreemptedAtItsSliceAndKeepsTheLock) {
     LockParams p = kind(LockKind::kMutex);
     p.barging = true;
     p.user_space = user_space;
-    auto g = h.add_vm(test::vm("a", 1), std::make_unique<LockLoop>(2, 10e3, 10e6, p));
-    Recorder rec;
-    g.os->set_lock_observer(&rec);
-    h.start();
-    h.run_until(sim::ms(200));
-    EXPECT_FALSE(rec.overlap);
-    return g.os->results();
+    return run_checked(h, test::vm("a", 1), std::make_unique<LockLoop>(2, 10e3, 10e6, p), sim::ms(200));
   };
   const guest::GuestResults kernel = run(false), user = run(true);
   // 200 ms of one CPU at 10.01 ms per loop: 19-20 loops either way (the mutex serialises them).
@@ -370,13 +376,7 @@ TEST(Spinlock, AdaptiveLockGoesToARunningSpinnerSoPreemptedWaitersDoNotStallIt) 
   // by whichever waiter is running. So it never counts an LWP and gets far more work done.
   auto run = [](LockKind k) {
     TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
-    auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(k)));
-    Recorder rec;
-    g.os->set_lock_observer(&rec);
-    h.start();
-    h.run_until(sim::ms(100));
-    EXPECT_FALSE(rec.overlap);
-    return g.os->results();
+    return run_checked(h, test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(k)), sim::ms(100));
   };
   const guest::GuestResults ticket = run(LockKind::kTicket), adaptive = run(LockKind::kAdaptive);
   EXPECT_GT(ticket.locks.lwp, 0u);
