@@ -362,6 +362,20 @@ void Host::kick(VcpuId id) {
   policy_->wake(id, now_);
 }
 
+Waker Host::waker(VcpuId w) const {
+  // Only a vCPU on a pCPU wakes anything (its thread runs the KVM exit or the syscall).
+  const Vcpu& v = vcpus_[w];
+  return Waker{w, v.state == Runstate::kRunning ? v.pcpu : kNoPcpu};
+}
+
+void Host::kick_from(VcpuId id, Waker by, bool sync) {
+  // A waker without a pCPU, or the wakee itself, is no waker: a plain kick.
+  if (by.vcpu != id && by.vcpu < vcpus_.size() && by.pcpu < pcpus_.size() && usable_.test(by.pcpu))
+    wake_src_ = WakeSource{by, sync};
+  kick(id);
+  wake_src_ = WakeSource{};
+}
+
 int Host::yield(VcpuId id, VcpuId to, sim::Duration resched_after) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning) return 0;

@@ -156,6 +156,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   sim::Time now() const override { return now_; }
   bool wake_cookie_match(PcpuId p, VcpuId v) const override;
   bool balance_cookie_match(PcpuId p, VcpuId v) const override;
+  WakeSource wake_source() const override { return wake_src_; }
 
   // SchedActions
   void tickle(PcpuId p) override;
@@ -171,6 +172,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
                 double bandwidth_mbps = 0.0) override;
   void halt(VcpuId v) override;
   void kick(VcpuId v) override;
+  Waker waker(VcpuId w) const override;
+  void kick_from(VcpuId v, Waker by, bool sync) override;
   bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning; }
   bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked; }
   void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) override;
@@ -267,6 +270,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   sim::Time measure_from_ = 0;
   bool started_ = false;
   std::uint64_t events_ = 0, stale_ = 0;
+  WakeSource wake_src_;  ///< the wake-up being placed (kick_from), reset after its pick_cpu
 
   std::vector<Vcpu> vcpus_;
   std::vector<Pcpu> pcpus_;

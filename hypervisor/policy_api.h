@@ -39,6 +39,12 @@ struct PickFilter {
   bool allows(const Vcpu& v) const { return !match_cookie || v.cookie == cookie; }
 };
 
+/// The wake-up pick_cpu is placing, as HypervisorView::wake_source() reports it.
+struct WakeSource {
+  Waker by;           ///< the waker (by.vcpu == kIdle: none; the wake-up runs on the wakee's prev)
+  bool sync = false;  ///< WF_SYNC: the waker says it is about to sleep (a socket send)
+};
+
 /// Read-only access to the generic state, for policies.
 class HypervisorView {
  public:
@@ -62,6 +68,10 @@ class HypervisorView {
   /// false when core scheduling with a cookie-aware balance mode is on and p's core runs another
   /// cookie than v's. Policies consult it before pulling v onto p.
   virtual bool balance_cookie_match(PcpuId /*p*/, VcpuId /*v*/) const { return true; }
+  /// Valid only during pick_cpu: who woke the entity being placed (GuestPort::kick_from) and
+  /// whether the wake-up is synchronous. Outside pick_cpu, or for a plain kick (a timer, a
+  /// device, the first wake-up): no waker. Policies that place without a waker ignore it.
+  virtual WakeSource wake_source() const { return {}; }
 };
 
 /// The port through which a policy acts.

@@ -30,7 +30,17 @@ class GuestPort {
   /// The running vCPU v has nothing to do: it halts (HLT / SCHEDOP_block) and blocks on the host.
   virtual void halt(VcpuId v) = 0;
   /// Wake a halted vCPU (an IPI / event-channel notification). No effect if it is not blocked.
+  /// No waker: the wake-up comes from a timer or a device (interrupt context on the wakee's
+  /// last pCPU).
   virtual void kick(VcpuId v) = 0;
+  /// The waker of a wake-up the running vCPU w sends now (a snapshot; see hv::Waker), for a
+  /// kick_from() now or later. Default: w with no pCPU (the host ignores such a waker).
+  virtual Waker waker(VcpuId w) const { return Waker{w, kNoPcpu}; }
+  /// kick(v), woken by `by` (GuestPort::waker() taken when the wake-up was sent); `sync` is
+  /// Linux's WF_SYNC (the waker is about to sleep: a socket send, sock_def_readable ->
+  /// wake_up_interruptible_sync_poll). The host's policy may place v near the waker (CFS
+  /// wake_affine). Default: a plain kick.
+  virtual void kick_from(VcpuId v, Waker /*by*/, bool /*sync*/) { kick(v); }
   /// Whether v is on a pCPU now (guests use it to tell a preempted lock holder, as the
   /// steal-time "preempted" flag does in Linux's vcpu_is_preempted()).
   virtual bool is_running(VcpuId v) const = 0;
