@@ -25,6 +25,7 @@ GuestOs::GuestOs(hv::GuestPort& port, hv::DomainId domain, std::vector<hv::VcpuI
     locks_.back().spinners.reserve(n);
   }
   kick_for_.assign(vcpus_.size(), kNone);
+  kick_waker_.assign(vcpus_.size(), hv::Waker{});
   channels_.resize(workload_->channels());
   thread_results_.assign(n, 0.0);
   ipis_.init(static_cast<std::uint32_t>(vcpus_.size()), n);
@@ -353,7 +354,7 @@ void GuestOs::release_lock(std::uint32_t t) {
     if (w == kNone) return;
     threads_[w].phase = l.mutex.barging() ? LockPhase::kRetry : LockPhase::kTake;
     threads_[w].blocked = false;
-    place_woken(w, true);
+    place_woken(w, threads_[t].vcpu, false);  // a futex wake: not WF_SYNC
     return;
   }
   const std::uint32_t w = l.ticket.release();
@@ -377,6 +378,7 @@ void GuestOs::release_lock(std::uint32_t t) {
         if (measuring()) ++l.stats.kicks;
         port_.mark("pv-kick", id);
         kick_for_[wvc] = w;
+        kick_waker_[wvc] = port_.waker(vcpus_[threads_[t].vcpu].id);  // KVM_HC_KICK_CPU runs on the unlocker
         port_.arm_guest_timer(domain_, port_.now() + l.spec.params.kick_latency, kKickToken | wvc);
       }
       if (kick_for_[wvc] != w)
@@ -494,7 +496,7 @@ void GuestOs::deliver_kick(std::uint32_t vc) {
   kick_for_[vc] = kNone;
   if (w == kNone) return;
   const hv::VcpuId id = vcpus_[vc].id;
-  if (vcpus_[vc].curr == w && threads_[w].halted && port_.is_blocked(id)) port_.kick(id);
+  if (vcpus_[vc].curr == w && threads_[w].halted && port_.is_blocked(id)) port_.kick_from(id, kick_waker_[vc], false);
 }
 
 bool GuestOs::polling(std::uint32_t vc) const {
@@ -526,7 +528,8 @@ void GuestOs::check_lost_kicks() const {
   }
 }
 
-void GuestOs::place_woken(std::uint32_t t, bool by_vcpu) {
+void GuestOs::place_woken(std::uint32_t t, std::uint32_t waker_vc, bool sync) {
+  const bool by_vcpu = waker_vc != kNone;
   std::uint32_t target = threads_[t].vcpu;
   if (!bare_metal_ && !vcpu_idle(target)) {
     for (std::uint32_t i = 1; i < vcpus_.size(); ++i) {
@@ -545,11 +548,17 @@ void GuestOs::place_woken(std::uint32_t t, bool by_vcpu) {
   if (by_vcpu && !bare_metal_ && params_.wake_ipi > 0) {
     if (!ts.wake_ipi_pending) {
       ts.wake_ipi_pending = true;
+      // KVM wakes the target's thread from the sender's ICR-write exit: the sender, on the pCPU
+      // it runs on now, is the host waker (kvm_vcpu_kick: not WF_SYNC).
+      ts.ipi_waker = port_.waker(vcpus_[waker_vc].id);
       port_.arm_guest_timer(domain_, port_.now() + params_.wake_ipi, kWakeToken | target);
     }
     return;
   }
-  port_.kick(id);
+  // Bare metal: the running task's send or futex wake is the host wake-up itself; in a VM with
+  // no IPI cost the kick still comes from the sender's vCPU. A timer has no waker.
+  if (by_vcpu) port_.kick_from(id, port_.waker(vcpus_[waker_vc].id), sync && bare_metal_);
+  else port_.kick(id);
 }
 
 void GuestOs::deliver_wake_ipi(std::uint32_t vc) {
@@ -557,7 +566,7 @@ void GuestOs::deliver_wake_ipi(std::uint32_t vc) {
   s.wake_ipi_pending = false;
   // The IPI wakes the vCPU if it is still halted (something else, a timer, may have woken it
   // meanwhile) and has work: the woken thread stays queued there (woken_idle), so it has.
-  if (port_.is_blocked(s.id) && !polling(vc) && (s.queued > 0 || s.curr != kNone)) port_.kick(s.id);
+  if (port_.is_blocked(s.id) && !polling(vc) && (s.queued > 0 || s.curr != kNone)) port_.kick_from(s.id, s.ipi_waker, false);
 }
 
 void GuestOs::on_timer(std::uint64_t token) {
@@ -575,7 +584,7 @@ void GuestOs::on_timer(std::uint64_t token) {
   }
   const auto t = static_cast<std::uint32_t>(token);
   advance_thread(t);
-  if (!threads_[t].blocked) place_woken(t, false);
+  if (!threads_[t].blocked) place_woken(t, kNone, false);
 }
 
 void GuestOs::set_curr(std::uint32_t vc, std::uint32_t t) {
@@ -622,7 +631,9 @@ void GuestOs::send_message(std::uint32_t t) {
   credit(w, wt.step.result);
   workload_->on_message(w, m, port_.now(), measuring());
   advance_thread(w);
-  if (!wt.blocked) place_woken(w, true);
+  // A socket send wakes the receiver synchronously (sock_def_readable ->
+  // wake_up_interruptible_sync_poll: WF_SYNC).
+  if (!wt.blocked) place_woken(w, threads_[t].vcpu, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -643,7 +654,8 @@ void GuestOs::begin_ipi(std::uint32_t vc, std::uint32_t t) {
       continue;
     }
     stalled = true;  // preempted or halted: the call waits for the host to run it
-    if (port_.is_blocked(id) && !polling(o)) port_.kick(id);
+    // The sender's IPI exit wakes the halted target (kvm_vcpu_kick from the sender's thread).
+    if (port_.is_blocked(id) && !polling(o)) port_.kick_from(id, port_.waker(vcpus_[vc].id), false);
   }
   if (measuring()) {
     ++ipi_stats_.sent;

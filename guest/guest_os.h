@@ -184,6 +184,7 @@ class GuestOs final : public hv::GuestHooks {
     std::uint32_t curr = kNone;  ///< thread whose segment the vCPU executes
     std::uint32_t head = kNone, tail = kNone, queued = 0;
     bool wake_ipi_pending = false;  ///< a reschedule IPI to it is on its way (GuestParams::wake_ipi)
+    hv::Waker ipi_waker;            ///< who sent that IPI, from where (the host's waker)
   };
 
   std::uint32_t local(hv::VcpuId v) const { return v - base_; }
@@ -197,8 +198,10 @@ class GuestOs final : public hv::GuestHooks {
   void issue_segment(std::uint32_t vc, std::uint32_t t);
   void advance_thread(std::uint32_t t);  ///< draw the next step; blocks go to sleep
   /// Queue a woken thread (select_idle_sibling, coarsely) and wake its vCPU if halted: at once
-  /// for a timer wake-up, after the reschedule IPI when `by_vcpu` (another vCPU woke it).
-  void place_woken(std::uint32_t t, bool by_vcpu);
+  /// for a timer wake-up (waker_vc == kNone), after the reschedule IPI when the running vCPU
+  /// waker_vc woke it. The host sees waker_vc as the waker (GuestPort::kick_from); `sync` (a
+  /// socket send) reaches the host only on bare metal, where the task's wake-up is the host's.
+  void place_woken(std::uint32_t t, std::uint32_t waker_vc, bool sync);
   /// Makes thread t (or kNone) vCPU vc's current thread, telling the trace.
   void set_curr(std::uint32_t vc, std::uint32_t t);
   bool vcpu_idle(std::uint32_t vc) const { return vcpus_[vc].curr == kNone && vcpus_[vc].queued == 0; }
@@ -254,6 +257,7 @@ class GuestOs final : public hv::GuestHooks {
   std::uint64_t steps_ = 0;
   std::vector<LockState> locks_;
   std::vector<std::uint32_t> kick_for_;  ///< per vCPU: the thread a pending kick is for, or kNone
+  std::vector<hv::Waker> kick_waker_;    ///< per vCPU: the unlocker that armed that kick
   LockObserver* lock_observer_ = nullptr;
   std::vector<Channel> channels_;        ///< Workload::channels() of them
   std::vector<double> thread_results_;   ///< per thread, measured interval (Workload::aggregate)
