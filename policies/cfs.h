@@ -178,6 +178,12 @@ class Cfs final : public hv::SchedulerPolicy {
   std::uint64_t newidle_pulls() const { return newidle_pulls_; }
   std::uint64_t active_migrations() const { return active_migrations_; }
   std::uint64_t wake_migrations() const { return wake_migrations_; }
+  /// wake_affine() calls (the waker's CPU differs from prev inside an SD_WAKE_AFFINE domain)
+  /// and those that chose the waker's CPU (sd->ttwu_move_affine).
+  std::uint64_t wake_affine_attempts() const { return wake_affine_attempts_; }
+  std::uint64_t wake_affine_moves() const { return wake_affine_moves_; }
+  /// record_wakee's state of v as a waker (tests).
+  std::uint32_t wakee_flips(hv::VcpuId v) const { return ents_[v].wakee_flips; }
   std::uint64_t cookie_steals() const { return cookie_steals_; }
 
  private:
@@ -198,6 +204,11 @@ class Cfs final : public hv::SchedulerPolicy {
     bool on_rq = false;                 // queued or running (se->on_rq)
     bool forked = false;                // has been placed once (wake_up_new_task done)
     hv::VcpuId lru_prev = kNil, lru_next = kNil;  // rq->cfs_tasks, most recently picked first
+    // Wake-up placement (task_struct fields, written when this entity WAKES another one).
+    std::uint32_t wakee_flips = 0;      // record_wakee: switches of last_wakee, halved each second
+    std::int64_t wakee_flip_decay_ts = 0;  // jiffies of the last halving
+    hv::VcpuId last_wakee = kNil;
+    hv::PcpuId recent_used_cpu = hv::kNoPcpu;  // set at fork, by its own affine wakes, by SIS
   };
   /// struct rq + its root struct cfs_rq (no group scheduling: one level).
   struct Runqueue {
@@ -231,7 +242,8 @@ class Cfs final : public hv::SchedulerPolicy {
     std::uint32_t cache_nice_tries = 1;
     bool prefer_sibling = false;        // sds->prefer_sibling: the CHILD level has SD_PREFER_SIBLING
     bool numa = false;                  // SD_NUMA
-    bool fork = true;                   // SD_BALANCE_FORK
+    bool fork = true;                   // SD_BALANCE_FORK and SD_WAKE_AFFINE (sd_init clears both
+                                        // beyond node_reclaim_distance; set on every other level)
     std::vector<std::uint32_t> span_of; // span id per pCPU
   };
   /// What pick_next chose, for set_next / put_prev to commit (pick_task vs set_next_task).
@@ -304,7 +316,14 @@ class Cfs final : public hv::SchedulerPolicy {
     std::uint32_t local_span = 0;       // dst's group (dst_grpmask)
   };
   void build_domains();
-  hv::PcpuId select_idle_sibling(hv::VcpuId v, hv::PcpuId prev, const topo::CpuSet& allowed) const;
+  hv::PcpuId select_idle_sibling(hv::VcpuId v, hv::PcpuId prev, hv::PcpuId target, const topo::CpuSet& allowed);
+  void record_wakee(hv::VcpuId waker, hv::VcpuId p, sim::Time now);
+  bool wake_wide(hv::VcpuId waker, hv::VcpuId p, hv::PcpuId this_cpu) const;
+  hv::PcpuId wake_affine(std::uint32_t level, hv::VcpuId p, hv::VcpuId waker, hv::PcpuId this_cpu,
+                         hv::PcpuId prev, bool sync);
+  hv::PcpuId wake_affine_idle(hv::PcpuId this_cpu, hv::PcpuId prev, bool sync) const;
+  hv::PcpuId wake_affine_weight(std::uint32_t level, hv::VcpuId p, hv::VcpuId waker, hv::PcpuId this_cpu,
+                                hv::PcpuId prev, bool sync) const;
   hv::PcpuId find_idlest_cpu(hv::PcpuId this_cpu, const topo::CpuSet& allowed) const;
   bool find_idlest_group(std::uint32_t level, hv::PcpuId this_cpu, const topo::CpuSet& allowed,
                          std::uint32_t& group) const;
@@ -377,6 +396,7 @@ class Cfs final : public hv::SchedulerPolicy {
 
   std::uint64_t wakeup_preemptions_ = 0, tick_preemptions_ = 0, balance_migrations_ = 0;
   std::uint64_t newidle_pulls_ = 0, active_migrations_ = 0, wake_migrations_ = 0, cookie_steals_ = 0;
+  std::uint64_t wake_affine_attempts_ = 0, wake_affine_moves_ = 0;
 };
 
 }  // namespace vcpusim::policy

@@ -293,20 +293,124 @@ void Cfs::note_idle(PcpuId p, sim::Time now) {
 // ----------------------------------------------------------------------------------------------
 // CPU selection.
 
-PcpuId Cfs::pick_cpu(VcpuId v, sim::Time) {
+PcpuId Cfs::pick_cpu(VcpuId v, sim::Time now) {
   const hv::Vcpu& vc = hv_->vcpu(v);
   const topo::CpuSet allowed = vc.hard & usable_;
   const PcpuId prev = vc.pcpu;
-  if (!ents_[v].forked || prev == kNoPcpu || !allowed.test(prev))
-    return find_idlest_cpu(allowed.first(), allowed);  // wake_up_new_task: SD_BALANCE_FORK
-  return select_idle_sibling(v, prev, allowed);
+  if (!ents_[v].forked || prev == kNoPcpu || !allowed.test(prev)) {
+    // wake_up_new_task: p->recent_used_cpu = task_cpu(p) (the parent's CPU), then
+    // SD_BALANCE_FORK.
+    ents_[v].recent_used_cpu = allowed.first();
+    return find_idlest_cpu(allowed.first(), allowed);
+  }
+  // select_task_rq_fair(SD_BALANCE_WAKE), 5.10. Without a waker the wake-up runs on prev (a
+  // timer or device interrupt there: this_cpu = prev), so no domain can move it and nobody's
+  // wakee_flips change (MODEL: the interrupted task's record_wakee is not modelled).
+  const hv::WakeSource src = hv_->wake_source();
+  const VcpuId waker = src.by.vcpu;
+  if (waker == kNil || waker == v || waker >= ents_.size() || !usable_.test(src.by.pcpu))
+    return select_idle_sibling(v, prev, prev, allowed);
+  const PcpuId cpu = src.by.pcpu;  // smp_processor_id()
+  record_wakee(waker, v, now);
+  const bool want_affine = !wake_wide(waker, v, cpu) && allowed.test(cpu);
+  PcpuId new_cpu = prev;
+  if (want_affine) {
+    // for_each_domain(cpu): the first SD_WAKE_AFFINE domain spanning prev. No level has
+    // SD_BALANCE_WAKE, so the slow path (find_idlest_cpu) is never taken for a wake-up.
+    for (std::uint32_t l = 0; l < levels_.size(); ++l) {
+      if (!levels_[l].fork || !spans_[levels_[l].span_of[cpu]].test(prev)) continue;
+      if (cpu != prev) new_cpu = wake_affine(l, v, waker, cpu, prev, src.sync);
+      break;
+    }
+  }
+  new_cpu = select_idle_sibling(v, prev, new_cpu, allowed);
+  // 5.10 writes the WAKER's field (current->recent_used_cpu = cpu); 5.15 moved it to the wakee.
+  if (want_affine) ents_[waker].recent_used_cpu = cpu;
+  return new_cpu;
 }
 
-PcpuId Cfs::select_idle_sibling(VcpuId v, PcpuId target, const topo::CpuSet& allowed) const {
+void Cfs::record_wakee(VcpuId waker, VcpuId p, sim::Time now) {
+  // record_wakee(p) on current: "Only decay a single time; tasks that have less then 1 wakeup
+  // per jiffy will not have built up many flips."
+  Entity& w = ents_[waker];
+  const std::int64_t j = jiffies(now);
+  if (j > w.wakee_flip_decay_ts + cfg_.hz) {  // time_after(jiffies, decay_ts + HZ)
+    w.wakee_flips >>= 1;
+    w.wakee_flip_decay_ts = j;
+  }
+  if (w.last_wakee != p) {
+    w.last_wakee = p;
+    ++w.wakee_flips;
+  }
+}
+
+bool Cfs::wake_wide(VcpuId waker, VcpuId p, PcpuId this_cpu) const {
+  // wake_wide(): factor = sd_llc_size of the waking CPU. A waker that flips among at least
+  // factor wakees, and a wakee that flips too, fan out: no affine wake-up.
+  std::uint32_t master = ents_[waker].wakee_flips, slave = ents_[p].wakee_flips;
+  const std::uint32_t factor = llc_threads_[this_cpu].count();
+  if (master < slave) std::swap(master, slave);
+  return !(slave < factor || master < slave * factor);
+}
+
+PcpuId Cfs::wake_affine(std::uint32_t level, VcpuId p, VcpuId waker, PcpuId this_cpu, PcpuId prev, bool sync) {
+  // wake_affine(): WA_IDLE, then WA_WEIGHT (both on by default); nr_cpumask_bits -> prev.
+  ++wake_affine_attempts_;
+  PcpuId target = wake_affine_idle(this_cpu, prev, sync);
+  if (target == kNoPcpu) target = wake_affine_weight(level, p, waker, this_cpu, prev, sync);
+  if (target == kNoPcpu) return prev;
+  if (target == this_cpu) ++wake_affine_moves_;  // (ttwu_move_affine also counts an idle prev kept)
+  return target;
+}
+
+PcpuId Cfs::wake_affine_idle(PcpuId this_cpu, PcpuId prev, bool sync) const {
+  // "If this_cpu is idle, it implies the wakeup is from interrupt context. Only allow the move
+  // if cache is shared." (Here this_cpu is idle when the waker halted before a delayed kick
+  // arrived, see the MODEL note at the top.)
+  if (idle_.test(this_cpu) && llc_threads_[this_cpu].test(prev)) return idle_.test(prev) ? prev : this_cpu;
+  if (sync && rqs_[this_cpu].nr_running == 1) return this_cpu;
+  // d8fcb81f1acf "sched/fair: Check for idle core in wake_affine" (5.10): an idle prev stays.
+  if (idle_.test(prev)) return prev;
+  return kNoPcpu;
+}
+
+PcpuId Cfs::wake_affine_weight(std::uint32_t level, VcpuId p, VcpuId waker, PcpuId this_cpu, PcpuId prev,
+                               bool sync) const {
+  // wake_affine_weight() with MODEL loads (no PELT): cpu_load(rq) is the runqueue's summed
+  // weights now, task_h_load(x) x's weight. The sleeping wakee is in no runqueue's load, so
+  // prev's load is not reduced by it (the kernel subtracts p's decaying blocked load, which
+  // cpu_load still holds). The waker counts as current only while on this_cpu's runqueue.
+  // All CPUs have capacity 1024 (capacity_of), so the two capacity factors cancel.
+  std::int64_t this_eff_load = static_cast<std::int64_t>(rqs_[this_cpu].load);
+  if (sync) {
+    const Entity& w = ents_[waker];
+    const std::int64_t current_load = (w.on_rq && w.rq == this_cpu) ? w.weight : 0;
+    if (current_load > this_eff_load) return this_cpu;
+    this_eff_load -= current_load;
+  }
+  this_eff_load += ents_[p].weight;
+  this_eff_load *= 100;                                         // WA_BIAS
+  std::int64_t prev_eff_load = static_cast<std::int64_t>(rqs_[prev].load);
+  prev_eff_load *= 100 + (levels_[level].imbalance_pct - 100) / 2;  // WA_BIAS
+  if (sync) prev_eff_load += 1;
+  return this_eff_load < prev_eff_load ? this_cpu : kNoPcpu;
+}
+
+PcpuId Cfs::select_idle_sibling(VcpuId v, PcpuId prev, PcpuId target, const topo::CpuSet& allowed) {
+  // select_idle_sibling(p, prev, target), 5.10 (no asymmetric capacities; no per-CPU kthread
+  // wakers, so the "stack with a kworker" step never applies).
   const topo::Topology& topo = hv_->topology();
   if (idle_.test(target)) return target;  // available_idle_cpu(target)
   if (!idle_.intersects(llc_threads_[target])) return target;  // nothing idle in the LLC (common when overcommitted)
-  // (prev == target: the "prev is cache affine and idle" and recent_used_cpu steps are moot.)
+  // "If the previous CPU is cache affine and idle, don't be stupid".
+  if (prev != target && llc_threads_[target].test(prev) && idle_.test(prev)) return prev;
+  // "Check a recently used CPU as a potential idle candidate".
+  const PcpuId recent = ents_[v].recent_used_cpu;
+  if (recent != prev && recent != target && recent != kNoPcpu && llc_threads_[target].test(recent) &&
+      idle_.test(recent) && allowed.test(recent)) {
+    ents_[v].recent_used_cpu = prev;  // "a potential candidate for the next wake"
+    return recent;
+  }
   // select_idle_core(): a core whose every thread is idle, scanning from the target's.
   if (topo.threads_per_core() > 1) {
     const topo::CpuSet cores = idle_cores_ & llc_cores_[target] & allowed_cores_[v];
