@@ -379,6 +379,155 @@ TEST(CfsSelectIdleSibling, TakesPrevWhenIdleAndAnIdleThreadWhenNoCoreIsIdle) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Wake-up placement near the waker (select_task_rq_fair's wake_affine path, 5.10).
+
+// A wake-up of W, whose prev is CPU 0, by X, alone and running on CPU `waker_cpu`, with every
+// other CPU busy (hogs pinned one per CPU, `prev_hogs` of them on CPU 0). W forks onto CPU 0
+// and blocks within 1 ms; the hogs and X start; at 10 ms W is woken: by X (kick_from, `sync`)
+// when `by_waker`, else by a plain kick (a timer). Returns where pick_cpu placed W.
+struct AffineRig {
+  explicit AffineRig(const topo::TopologySpec& spec, const sim::ParamValues& params = {})
+      : ch(spec, params, exact()) {}
+  CfsHost ch;
+  VcpuId w = 0, x = 0;
+  std::vector<VcpuId> hogs;
+
+  void build(hv::PcpuId waker_cpu, std::uint32_t prev_hogs) {
+    w = ch.h.add_fake(test::vm("w", 1)).vcpus[0];
+    x = ch.pinned("x", waker_cpu);
+    const std::uint32_t n = ch.host().topology().num_threads();
+    for (std::uint32_t k = 0; k < prev_hogs; ++k) hogs.push_back(ch.pinned("h0." + std::to_string(k), 0));
+    for (hv::PcpuId p = 1; p < n; ++p)
+      if (p != waker_cpu) hogs.push_back(ch.pinned("h" + std::to_string(p), p));
+    ch.h.start();
+    ch.h.fake().set_plan(w, FakeGuest::job(1e3));
+    ch.h.fake().kick(w);
+    ch.h.run_until(sim::ms(1));
+    EXPECT_EQ(ch.host().vcpu(w).last_ran, 0u);
+    EXPECT_TRUE(ch.host().is_blocked(w));
+  }
+  void start_busy() {
+    for (VcpuId h : hogs) {
+      ch.h.fake().set_plan(h, FakeGuest::hog());
+      ch.h.fake().kick(h);
+    }
+    ch.h.fake().set_plan(x, FakeGuest::hog());
+    ch.h.fake().kick(x);
+  }
+  hv::PcpuId wake_w(bool by_waker, bool sync) {
+    EXPECT_FALSE(ch.host().idle_pcpus().any()) << "the rig wants every CPU busy";
+    ch.h.fake().set_plan(w, FakeGuest::hog());
+    if (by_waker) ch.host().kick_from(w, ch.host().waker(x), sync);
+    else ch.h.fake().kick(w);
+    return ch.host().vcpu(w).pcpu;
+  }
+};
+
+hv::PcpuId affine_wake(const topo::TopologySpec& spec, std::uint32_t prev_hogs, bool by_waker, bool sync) {
+  AffineRig r(spec);
+  r.build(1, prev_hogs);
+  r.start_busy();
+  r.ch.h.run_until(sim::ms(10));
+  return r.wake_w(by_waker, sync);
+}
+
+TEST(CfsWakeAffine, SyncWakeByALoneWakerGoesToTheWakersCpu) {
+  // flat(4): one LLC (MC, imbalance_pct 117), nothing idle. X runs alone on CPU 1 and wakes W
+  // (prev 0) with WF_SYNC: wake_affine_idle's "sync && this_rq->nr_running == 1" answers CPU 1,
+  // and select_idle_sibling finds nothing idle in the LLC, so W queues behind its waker.
+  EXPECT_EQ(affine_wake(test::flat(4), 1, true, true), 1u);
+}
+
+TEST(CfsWakeAffine, NonSyncWakeFollowsWakeAffineWeight) {
+  // No sync: wake_affine_weight compares (this_load + W) x 100 with prev_load x (100 + 17/2).
+  // One hog on prev: (1024 + 1024) x 100 = 204800 >= 1024 x 108 = 110592: W stays on prev.
+  EXPECT_EQ(affine_wake(test::flat(4), 1, true, false), 0u);
+  // Two hogs on prev: 204800 < 2048 x 108 = 221184: W goes to the waker's CPU.
+  EXPECT_EQ(affine_wake(test::flat(4), 2, true, false), 1u);
+  // Three: still the waker's (the bias only protects prev up to 8%).
+  EXPECT_EQ(affine_wake(test::flat(4), 3, true, false), 1u);
+}
+
+TEST(CfsWakeAffine, WithoutAWakerPlacementIsPrevOrTheIdleScanFromPrev) {
+  // A timer wake-up runs on prev (this_cpu = prev): no affine move, whatever the loads.
+  EXPECT_EQ(affine_wake(test::flat(4), 1, false, false), 0u);
+  EXPECT_EQ(affine_wake(test::flat(4), 2, false, false), 0u);
+  // ... where the same wake-up by the lone waker moves (the two runs differ only in the waker).
+  EXPECT_EQ(affine_wake(test::flat(4), 2, true, true), 1u);
+  // With idle CPUs, the scan still starts from prev (the earlier CfsSelectIdleSibling tests).
+  EXPECT_EQ(wake_placement({0}), 1u);
+  EXPECT_EQ(wake_placement({0, 1}), 2u);
+}
+
+TEST(CfsWakeAffine, WakeWideKeepsAFanningWakerFromPullingAFlippingWakee) {
+  // flat(2): sd_llc_size = 2 = wake_wide's factor. A and B (pinned to CPU 1) have run once.
+  // W wakes A then B (2 flips) before it blocks;
+  // X wakes A, B, A, B (4 flips) and then W (5). wake_wide: slave 2 >= 2 and master 5 >= 2 x 2:
+  // wide, so no affine wake-up: W stays on prev although X, alone on its CPU, woke it with sync.
+  // Control: without X's fan-out (1 flip < 2) the same sync wake-up lands on X's CPU.
+  for (bool fan_out : {true, false}) {
+    AffineRig r(test::flat(2));
+    r.w = r.ch.h.add_fake(test::vm("w", 1)).vcpus[0];
+    r.x = r.ch.pinned("x", 1);
+    const VcpuId h = r.ch.pinned("h", 0);
+    const VcpuId a = r.ch.pinned("a", 1), b = r.ch.pinned("b", 1);
+    r.hogs = {h};
+    r.ch.h.start();
+    hv::Host& host = r.ch.host();
+    r.ch.h.fake().set_plan(a, FakeGuest::job(1e3));
+    r.ch.h.fake().set_plan(b, FakeGuest::job(1e3));
+    r.ch.h.fake().kick(a);  // their first wake-ups are forks (no waker counts): done here
+    r.ch.h.fake().kick(b);
+    r.ch.h.run_until(sim::us(100));
+    ASSERT_TRUE(host.is_blocked(a) && host.is_blocked(b));
+    r.ch.h.fake().set_plan(a, FakeGuest::job(1e3));
+    r.ch.h.fake().set_plan(b, FakeGuest::job(1e3));
+    r.ch.h.fake().set_plan(r.w, FakeGuest::job(1e6));
+    r.ch.h.fake().kick(r.w);
+    r.ch.h.run_until(sim::us(500));
+    ASSERT_EQ(host.vcpu(r.w).pcpu, 0u);
+    host.kick_from(a, host.waker(r.w), false);
+    r.ch.h.run_until(sim::us(600));
+    host.kick_from(b, host.waker(r.w), false);
+    r.ch.h.run_until(sim::ms(2));
+    ASSERT_TRUE(host.is_blocked(r.w));
+    ASSERT_EQ(host.vcpu(r.w).last_ran, 0u);
+    EXPECT_EQ(r.ch.cfs().wakee_flips(r.w), 2u);
+    r.start_busy();
+    r.ch.h.run_until(sim::ms(3));
+    if (fan_out) {
+      for (int i = 0; i < 4; ++i) {
+        const VcpuId t = i % 2 ? b : a;
+        ASSERT_TRUE(host.is_blocked(t));
+        r.ch.h.fake().set_plan(t, FakeGuest::job(1e3));
+        host.kick_from(t, host.waker(r.x), false);
+        r.ch.h.run_until(sim::ms(3) + sim::us(200) * (i + 1));
+      }
+      EXPECT_EQ(r.ch.cfs().wakee_flips(r.x), 4u);
+    }
+    r.ch.h.run_until(sim::ms(4));
+    EXPECT_EQ(r.wake_w(true, true), fan_out ? 0u : 1u) << "fan_out=" << fan_out;
+  }
+}
+
+TEST(CfsWakeAffine, NoAffineMoveAcrossANumaLevelBeyondReclaimDistance) {
+  // Two nodes of one CPU each: the only level spanning both is NUMA. Within node_reclaim_distance
+  // (30) it has SD_WAKE_AFFINE: X's sync wake-up pulls W from node 0 to X's CPU on node 1. At
+  // distance 40, sd_init clears SD_WAKE_AFFINE there: no domain of X's CPU may pull W, it stays.
+  for (std::uint32_t d : {20u, 40u}) {
+    topo::TopologySpec spec = test::two_nodes(1, 1, 1.0);
+    spec.distances = {10, static_cast<double>(d), static_cast<double>(d), 10};
+    AffineRig r(spec);
+    r.build(1, 1);
+    ASSERT_EQ(r.ch.cfs().num_levels(), 1u);
+    ASSERT_EQ(r.ch.cfs().level_kind(0), policy::cfs::LevelKind::kNuma);
+    r.start_busy();
+    r.ch.h.run_until(sim::ms(10));
+    EXPECT_EQ(r.wake_w(true, true), d < 30 ? 1u : 0u) << "distance " << d;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Load balancing.
 
 TEST(CfsBalance, SpreadsEightHogsForkedOntoOneSocketOverBothSockets) {
