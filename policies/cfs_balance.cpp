@@ -22,10 +22,23 @@
 //
 // CPU selection (select_task_rq_fair)
 // -----------------------------------
-// A wake-up takes the fast path, select_idle_sibling(p, prev, target = prev): prev if idle
-// (nothing running or queued), else the first fully idle core of prev's LLC (select_idle_core,
-// scanning cores from prev's, with a thread in the hard affinity), else the first idle thread of
-// the LLC from prev on (select_idle_cpu), else prev. A first wake-up is a fork (wake_up_new_task,
+// A wake-up takes 5.10's fast path (read: v5.10-era fair.c text and the 5.15 patch that moved
+// recent_used_cpu, Mel Gorman 2021-08). With a waker (HypervisorView::wake_source: the entity
+// that kicked, the pCPU it was on, WF_SYNC), record_wakee counts the waker's wakee flips (halved
+// once per HZ), and want_affine = !wake_wide (factor sd_llc_size) && the waker's CPU is allowed;
+// the first domain of the waker's CPU with SD_WAKE_AFFINE (every level but NUMA levels beyond
+// node_reclaim_distance, Level::fork) that spans prev runs wake_affine: WA_IDLE (waker's CPU
+// idle and cache-affine -> prev if idle else it; sync and the waker alone -> the waker's CPU;
+// prev idle -> prev, d8fcb81f1acf), then WA_WEIGHT (wake_affine_weight, WA_BIAS with half the
+// level's imbalance_pct; MODEL loads below), else prev. Then select_idle_sibling(p, prev,
+// target): target if idle (nothing running or queued); nothing idle in target's LLC -> target;
+// prev if idle and cache-affine; p->recent_used_cpu if idle, cache-affine, allowed (and it
+// becomes prev); else the first fully idle core of the LLC (select_idle_core, scanning cores
+// from target's, with a thread in the hard affinity), else the first idle thread of the LLC from
+// target on (select_idle_cpu), else target. With want_affine the WAKER's recent_used_cpu becomes
+// its CPU (5.10: current->recent_used_cpu; 5.15 changed it). Without a waker (a timer, a device)
+// the wake-up runs on prev: target = prev, no flips counted. A first wake-up is a fork (wake_up_new_task,
+// which also sets recent_used_cpu to the parent's CPU,
 // SD_BALANCE_FORK): find_idlest_cpu walks down from the highest fork level, at each level
 // choosing the idlest group (most idle CPUs among groups with spare capacity, lowest load among
 // busy ones) unless the local group is as good -- at a NUMA level the local node is kept while it
@@ -95,8 +108,16 @@
 //   its full capacity and an idle one's 0 (cpu_util), an entity's utilisation one CPU
 //   (task_util_est). find_busiest_queue for migrate_util, where every busy CPU's capped
 //   utilisation ties, takes the one with the most runnable entities.
-// - MODEL: the waker is unknown to pick_cpu, so there is no wake_affine (target = prev), no
-//   wake_wide, no recent_used_cpu; select_idle_cpu scans the whole LLC (SIS_PROP's depth depends on
+// - MODEL: wake_affine_weight reads the instantaneous loads: cpu_load = the runqueue's summed
+//   weights, task_h_load = the weight; the sleeping wakee is in no runqueue, so prev's load is
+//   not reduced by it (the kernel subtracts its decaying blocked load), and the waker counts as
+//   current only while on the waker CPU's runqueue. Capacities are equal, so they cancel.
+// - MODEL: a kick delivered after a latency (a PV kick after kick_latency, a wake IPI after
+//   wake_ipi) is placed at delivery, with the waker's pCPU as it was when sent; the kernel places
+//   it inside the waker's exit, so the waker may have halted meanwhile (then its CPU is idle and
+//   WA_IDLE treats the wake-up like an interrupt's). A timer wake-up's interrupted task does not
+//   record_wakee; there are no per-CPU kthread wakers (select_idle_sibling's kworker step).
+// - MODEL: select_idle_cpu scans the whole LLC (SIS_PROP's depth depends on
 //   measured scan cost), which makes the final select_idle_smt step unreachable; the
 //   has_idle_cores hint is always exact.
 // - MODEL: forks come from the lowest CPU of the entity's hard affinity (as if QEMU's main thread
