@@ -29,7 +29,7 @@
 // the first domain of the waker's CPU with SD_WAKE_AFFINE (every level but NUMA levels beyond
 // node_reclaim_distance, Level::fork) that spans prev runs wake_affine: WA_IDLE (waker's CPU
 // idle and cache-affine -> prev if idle else it; sync and the waker alone -> the waker's CPU;
-// prev idle -> prev, d8fcb81f1acf), then WA_WEIGHT (wake_affine_weight, WA_BIAS with half the
+// 5.11's "prev idle -> prev", d8fcb81f1acf, is not in it), then WA_WEIGHT (wake_affine_weight, WA_BIAS with half the
 // level's imbalance_pct; MODEL loads below), else prev. Then select_idle_sibling(p, prev,
 // target): target if idle (nothing running or queued); nothing idle in target's LLC -> target;
 // prev if idle and cache-affine; p->recent_used_cpu if idle, cache-affine, allowed (and it
@@ -390,8 +390,8 @@ PcpuId Cfs::wake_affine_idle(PcpuId this_cpu, PcpuId prev, bool sync) const {
   // arrived, see the MODEL note at the top.)
   if (idle_.test(this_cpu) && llc_threads_[this_cpu].test(prev)) return idle_.test(prev) ? prev : this_cpu;
   if (sync && rqs_[this_cpu].nr_running == 1) return this_cpu;
-  // d8fcb81f1acf "sched/fair: Check for idle core in wake_affine" (5.10): an idle prev stays.
-  if (idle_.test(prev)) return prev;
+  // (d8fcb81f1acf, "sched/fair: Check for idle core in wake_affine", which keeps an idle prev
+  // here, came with the 5.11 merge window: not in the 5.10 path modelled.)
   return kNoPcpu;
 }
 
