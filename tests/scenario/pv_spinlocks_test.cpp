@@ -79,8 +79,9 @@ TEST(PvSpinlocks, GapIsWithinNoiseAtOnceOvercommitOnEbizzy) {
 // NOT YET REPRODUCED since the PLE scan has 3.10's vcpu->preempted test (hypervisor/ple.h): a
 // PV waiter kicked awake is Runnable but not preempted until it runs, so spinners' exits can no
 // longer boost it, and the model's PV now loses at 2x (reproduction: Hmean -20.1%, 3 seeds;
-// this test's run: -567 records/s against 3 standard errors of 234; -34.9% since ebizzy's locks
-// halt their waiters with interrupts off, README "The PV-spinlock study": a convoy). Before the
+// this test's run: -567 records/s against 3 standard errors of 234; -31.6% since ebizzy's locks
+// halt their waiters with interrupts off and the host places wake-ups by their waker, README
+// "The PV-spinlock study": a convoy). Before the
 // filter the model won by about +5% over five seed sets. Enable when PV wins again without
 // tuning.
 TEST(PvSpinlocks, DISABLED_PvBeatsTicketAtTwiceOvercommitOnEbizzy) {
