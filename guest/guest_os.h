@@ -74,6 +74,13 @@
 // The receive's `result` is credited on arrival. A wake-up by a running vCPU (a send, a mutex
 // hand-over) onto a halted vCPU reaches it after GuestParams::wake_ipi, the reschedule IPI's
 // cost; MODEL: the sender is not charged for it (its compute step already ended).
+//
+// Wakers. Every host wake-up a running vCPU (or bare-metal task) causes names it, through
+// GuestPort::waker() taken when it sends and GuestPort::kick_from() when the wake-up lands: a PV
+// unlock kick (the unlocker), a shootdown IPI to a halted target (the sender), a reschedule IPI
+// for a woken thread (the waking vCPU) and, on bare metal, a channel send (WF_SYNC: a socket's
+// sock_def_readable) or a mutex hand-off (a futex wake, not sync). The host policy may then place
+// the wakee near its waker (cfs: wake_affine). Timers wake with no waker.
 #pragma once
 
 #include <cstdint>
