@@ -13,8 +13,10 @@
 
 #include "guest/guest_os.h"
 #include "guest/program.h"
+#include "guest/spinlock.h"
 #include "guest/workload.h"
 #include "hypervisor/host.h"
+#include "hypervisor/policy_api.h"
 #include "sim/sim_time.h"
 #include "test_host.h"
 
@@ -155,6 +157,133 @@ class OnceWorkload final : public guest::Workload {
   std::vector<double> work_;
   std::vector<bool> done_;
 };
+
+/// cfs, recording what HypervisorView::wake_source() says at every pick_cpu.
+class WakeSourceSpy final : public hv::SchedulerPolicy {
+ public:
+  struct Seen {
+    hv::VcpuId v;
+    hv::WakeSource src;
+  };
+  WakeSourceSpy() : inner_(TestHost::make_policy("cfs")) {}
+  std::vector<Seen>* seen = nullptr;
+  std::string_view name() const override { return inner_->name(); }
+  void attach(const hv::SchedContext& ctx) override {
+    hv_ = &ctx.hv;
+    inner_->attach(ctx);
+  }
+  void insert_vcpu(hv::VcpuId v) override { inner_->insert_vcpu(v); }
+  hv::PcpuId pick_cpu(hv::VcpuId v, sim::Time now) override {
+    seen->push_back(Seen{v, hv_->wake_source()});
+    return inner_->pick_cpu(v, now);
+  }
+  void wake(hv::VcpuId v, sim::Time now) override { inner_->wake(v, now); }
+  void sleep(hv::VcpuId v, sim::Time now) override { inner_->sleep(v, now); }
+  int yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override { return inner_->yield(v, to, now); }
+  hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override { return inner_->pick_next(p, now, f); }
+  void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override { inner_->set_next(p, v, now); }
+  void put_prev(hv::PcpuId p, hv::VcpuId v, sim::Time now) override { inner_->put_prev(p, v, now); }
+  double core_priority(hv::PcpuId p, hv::VcpuId v, bool cw) const override { return inner_->core_priority(p, v, cw); }
+  void on_timer(hv::TimerId t, sim::Time now) override { inner_->on_timer(t, now); }
+
+ private:
+  std::unique_ptr<hv::SchedulerPolicy> inner_;
+  const hv::HypervisorView* hv_ = nullptr;
+};
+
+/// Request/reply over two channels: thread 0 computes 50 us, sends a request on channel 0 and
+/// waits for the reply on channel 1; thread 1 waits for a request, computes 10 us and replies.
+class RequestReply final : public guest::Workload {
+ public:
+  std::string_view kind() const override { return "request-reply"; }
+  std::uint32_t threads() const override { return 2; }
+  std::uint32_t channels() const override { return 2; }
+  guest::Step next(std::uint32_t t, sim::RngStream&) override {
+    guest::Step s;
+    if ((step_[t]++ % 2 == 0) == (t == 0)) {  // client: even steps send; server: odd steps reply
+      s.work_ns = t == 0 ? 50e3 : 10e3;
+      s.send_to = t == 0 ? 0 : 1;
+    } else {
+      s.kind = guest::Step::Kind::kReceive;
+      s.channel = t == 0 ? 1 : 0;
+      s.result = t == 0 ? 1 : 0;
+    }
+    return s;
+  }
+  std::string_view unit() const override { return "replies/s"; }
+
+ private:
+  std::uint32_t step_[2] = {0, 0};
+};
+
+/// Thread 0 holds mutex 0 for 1 ms at a time, thread 1 for 10 us: thread 1 sleeps for it and its
+/// vCPU halts; thread 0's release hands the mutex over and wakes it.
+class LongHolder final : public guest::Workload {
+ public:
+  std::string_view kind() const override { return "long-holder"; }
+  std::uint32_t threads() const override { return 2; }
+  guest::Step next(std::uint32_t t, sim::RngStream&) override {
+    guest::Step s;
+    s.work_ns = 10e3;
+    s.lock = 0;
+    s.hold_ns = t == 0 ? 1e6 : 10e3;
+    s.result = 1;
+    return s;
+  }
+  std::string_view unit() const override { return "steps/s"; }
+  std::vector<guest::LockSpec> locks() const override {
+    guest::LockParams p;
+    p.kind = guest::LockKind::kMutex;
+    return {guest::LockSpec{"m", p}};
+  }
+};
+
+TEST(GuestOs, WakeUpsNameTheirWakerAndSocketSendsAreSync) {
+  // Bare metal: every wake-up of the server is the client's send and every wake-up of the
+  // client the server's reply: each names the sender, as WF_SYNC (sock_def_readable). In a VM,
+  // a thread woken by a mutex hand-off on another vCPU wakes its halted vCPU through the
+  // reschedule IPI, which names the releasing vCPU and is not sync (kvm_vcpu_kick). The first
+  // wake-up of each entity (its fork) names nobody.
+  {
+    std::vector<WakeSourceSpy::Seen> seen;
+    auto spy = std::make_unique<WakeSourceSpy>();
+    spy->seen = &seen;
+    TestHost h(test::flat(2), {}, 1, std::move(spy));
+    hv::DomainSpec d = test::vm("rr", 2);
+    d.bare_metal = true;
+    auto rr = h.add_vm(d, std::make_unique<RequestReply>());
+    h.start();
+    h.run_until(sim::ms(20));
+    ASSERT_GT(rr.os->results().results, 100.0);
+    std::uint32_t named = 0;
+    for (std::size_t i = 2; i < seen.size(); ++i) {  // the two forks first
+      const hv::VcpuId other = seen[i].v == rr.vcpus[0] ? rr.vcpus[1] : rr.vcpus[0];
+      EXPECT_EQ(seen[i].src.by.vcpu, other) << "wake-up " << i;
+      EXPECT_TRUE(seen[i].src.sync) << "wake-up " << i;
+      named += seen[i].src.by.vcpu == other;
+    }
+    EXPECT_GT(named, 100u);
+    EXPECT_EQ(seen[0].src.by.vcpu, hv::kIdle);
+  }
+  {
+    std::vector<WakeSourceSpy::Seen> seen;
+    auto spy = std::make_unique<WakeSourceSpy>();
+    spy->seen = &seen;
+    TestHost h(test::flat(2), {}, 1, std::move(spy));
+    auto vm = h.add_vm(test::vm_pinned_each("vm", {0, 1}), std::make_unique<LongHolder>());
+    h.start();
+    h.run_until(sim::ms(20));
+    std::uint32_t by_ipi = 0;
+    for (const auto& x : seen)
+      if (x.src.by.vcpu != hv::kIdle) {
+        EXPECT_NE(x.src.by.vcpu, x.v);
+        EXPECT_TRUE(x.src.by.vcpu == vm.vcpus[0] || x.src.by.vcpu == vm.vcpus[1]);
+        EXPECT_FALSE(x.src.sync);
+        ++by_ipi;
+      }
+    EXPECT_GT(by_ipi, 5u);
+  }
+}
 
 TEST(GuestOs, IdleVcpuPullsAWaitingThread) {
   // 3 threads on 2 vCPUs (pinned to two cores): threads 0 and 2 start on vCPU 0, thread 1 on
