@@ -569,8 +569,8 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       if (g.bare_metal || g.workload.params.all().count("pv_flavour")) continue;
       const guest::WorkloadInfo* info = guest::find_workload(g.workload.kind);
       if (!info) continue;
-      for (const auto& spec : info->params)
-        if (spec.name == "pv_flavour") g.workload.params.set("pv_flavour", static_cast<double>(guest::PvFlavour::kXen));
+      if (std::any_of(info->params.begin(), info->params.end(), [](const auto& p) { return p.name == "pv_flavour"; }))
+        g.workload.params.set("pv_flavour", static_cast<double>(guest::PvFlavour::kXen));
     }
   if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
   if (entities > 1'000'000) root.fail("more than 1,000,000 vCPUs and tasks");

@@ -557,8 +557,7 @@ void GuestOs::place_woken(std::uint32_t t, std::uint32_t waker_vc, bool sync) {
   }
   // Bare metal: the running task's send or futex wake is the host wake-up itself; in a VM with
   // no IPI cost the kick still comes from the sender's vCPU. A timer has no waker.
-  if (by_vcpu) port_.kick_from(id, port_.waker(vcpus_[waker_vc].id), sync && bare_metal_);
-  else port_.kick(id);
+  port_.kick_from(id, by_vcpu ? port_.waker(vcpus_[waker_vc].id) : hv::Waker{}, sync && bare_metal_);
 }
 
 void GuestOs::deliver_wake_ipi(std::uint32_t vc) {

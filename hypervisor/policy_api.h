@@ -70,7 +70,8 @@ class HypervisorView {
   virtual bool balance_cookie_match(PcpuId /*p*/, VcpuId /*v*/) const { return true; }
   /// Valid only during pick_cpu: who woke the entity being placed (GuestPort::kick_from) and
   /// whether the wake-up is synchronous. Outside pick_cpu, or for a plain kick (a timer, a
-  /// device, the first wake-up): no waker. Policies that place without a waker ignore it.
+  /// device, the first wake-up): no waker. A named waker is never the entity itself and its pCPU
+  /// is usable (Host::kick_from drops any other). Policies that place without a waker ignore it.
   virtual WakeSource wake_source() const { return {}; }
 };
 

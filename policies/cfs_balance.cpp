@@ -329,7 +329,7 @@ PcpuId Cfs::pick_cpu(VcpuId v, sim::Time now) {
   // wakee_flips change (MODEL: the interrupted task's record_wakee is not modelled).
   const hv::WakeSource src = hv_->wake_source();
   const VcpuId waker = src.by.vcpu;
-  if (waker == kNil || waker == v || waker >= ents_.size() || !usable_.test(src.by.pcpu))
+  if (waker == kNil)  // no waker (HypervisorView::wake_source: a named one is valid)
     return select_idle_sibling(v, prev, prev, allowed);
   const PcpuId cpu = src.by.pcpu;  // smp_processor_id()
   record_wakee(waker, v, now);
