@@ -179,7 +179,7 @@ std::vector<topo::NodeId> auto_place(const topo::Topology& t, std::uint32_t vcpu
 // holds libxl's choice when automatic placement applies (else it is empty).
 std::vector<double> place_memory(const YamlReader& at, const std::string& how, const topo::Topology& t,
                                  const topo::CpuSet& hard, const topo::CpuSet& soft,
-                                 const std::vector<topo::NodeId>& auto_nodes) {
+                                 const std::vector<topo::NodeId>& auto_nodes, bool xen_host) {
   const std::uint32_t nodes = t.num_nodes();
   std::vector<double> m(nodes, 0.0);
   auto spread_over = [&](const std::vector<topo::NodeId>& ns) {
@@ -189,6 +189,14 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
   for (std::uint32_t n = 0; n < nodes; ++n) all[n] = n;
   if (how == "interleave") {
     spread_over(all);
+  } else if (how == "auto" && !xen_host) {
+    // A KVM host has no toolstack placement and no soft affinity: QEMU's guest RAM is ordinary
+    // anonymous memory under the default policy (MPOL_DEFAULT: the node of the CPU that first
+    // touches a page), and the vCPU threads that touch it run wherever their hard affinity (a
+    // cpuset, taskset) lets the host scheduler put them. MODEL: first touch by threads that
+    // roam those nodes evenly, i.e. interleaved over the nodes of the hard affinity; automatic
+    // NUMA balancing (task_numa_fault, page migration) is not modelled.
+    spread_over(nodes_of(hard, t));
   } else if (how == "auto" || how == "follow-affinity") {
     // Xen: a domain's node-affinity follows its hard affinity, else its soft affinity
     // (xen-credit2.md section 7); memory goes to those nodes.
@@ -212,7 +220,8 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
 }
 
 GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology& t, const topo::CpuSet& usable,
-                     std::uint32_t& vm_index, std::vector<std::uint32_t>& placed, bool allow_cookie = false) {
+                     std::uint32_t& vm_index, std::vector<std::uint32_t>& placed, bool xen_host,
+                     bool allow_cookie = false) {
   std::vector<std::string> keys{"name", "count", "affinity", "memory", "workload"};
   if (!bare_metal) keys = {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload"};
   if (allow_cookie) keys.emplace_back("cookie");  // only with host.core_scheduling: cookie
@@ -285,16 +294,17 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
     }
     // libxl runs automatic placement when the domain names no soft affinity, no per-vCPU
     // affinity and no explicit node (a single hard `cpus=` does not stop it), and then sets
-    // the soft affinity of every vCPU to the chosen nodes as well as the memory.
+    // the soft affinity of every vCPU to the chosen nodes as well as the memory. Only a Xen
+    // host has libxl; a KVM host's `auto` is first touch (place_memory).
     std::vector<topo::NodeId> auto_nodes;
-    if (placement == "auto" && g.soft_text == "all" && per_vcpu_at.empty() && !bare_metal && t.num_nodes() > 1 &&
-        nodes_of(d.hard.front(), t).size() == t.num_nodes()) {
+    if (xen_host && placement == "auto" && g.soft_text == "all" && per_vcpu_at.empty() && !bare_metal &&
+        t.num_nodes() > 1 && nodes_of(d.hard.front(), t).size() == t.num_nodes()) {
       auto_nodes = auto_place(t, g.vcpus, placed);
       topo::CpuSet soft_nodes;
       for (auto n : auto_nodes) soft_nodes |= t.threads_of_node(n);
       for (auto& s : d.soft) s = soft_nodes;
     }
-    d.memory_on_node = place_memory(placement_at, placement, t, d.hard.front(), d.soft.front(), auto_nodes);
+    d.memory_on_node = place_memory(placement_at, placement, t, d.hard.front(), d.soft.front(), auto_nodes, xen_host);
     // What libxl counts for the next domain: vCPUs whose hard and node affinity cover a node.
     for (topo::NodeId n = 0; n < t.num_nodes(); ++n)
       if (d.memory_on_node[n] > 0 && d.hard.front().intersects(t.threads_of_node(n))) placed[n] += g.vcpus;
@@ -553,8 +563,9 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     for (std::size_t i = 0; i < list.size(); ++i) {
       // (A YamlReader assignment in read_group once overwrote this node; yaml_reader.h.)
       cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
+      // Xen-like hosts (credit2, and rr after credit1) run libxl's placement; cfs is a KVM host.
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
-                               s.host.core_sched.enabled);
+                               s.policy != "cfs", s.host.core_sched.enabled);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
       if (s.host.sched_gran.core) check_unit_affinity(list.at(i), g, topology);
       entities += g.count * g.vcpus;

@@ -146,6 +146,27 @@ TEST(ScenarioLoader, AutomaticPlacementSetsMemoryAndSoftAffinity) {
   EXPECT_DOUBLE_EQ(soft.memory_on_node[1], 1.0);
 }
 
+// A KVM host (cfs) has no libxl: `auto` is first touch by vCPU threads that roam their hard
+// affinity, so memory is interleaved over its nodes and no soft affinity is set. The same VMs
+// on a Xen host (credit2) get libxl's one node each.
+TEST(ScenarioLoader, KvmHostPlacesMemoryByFirstTouchNotLibxl) {
+  const std::string vms =
+      "vms:\n"
+      "  - {name: a, count: 2, vcpus: 2, workload: {kind: sysbench-cpu}}\n"
+      "  - {name: pinned, vcpus: 2, affinity: {hard: 'node:1'}, workload: {kind: sysbench-cpu}}\n";
+  const ScenarioSpec kvm = load("topology: xeon-x5570-2s\nhost: {scheduler: {policy: cfs}}\n" + vms);
+  for (const auto& d : kvm.groups[0].instances) {
+    EXPECT_DOUBLE_EQ(d.memory_on_node[0], 0.5);
+    EXPECT_DOUBLE_EQ(d.memory_on_node[1], 0.5);
+    EXPECT_EQ(d.soft[0].count(), 16u);  // no soft affinity
+  }
+  EXPECT_DOUBLE_EQ(kvm.groups[1].instances[0].memory_on_node[1], 1.0);  // its threads touch node 1 only
+  const ScenarioSpec xen = load("topology: xeon-x5570-2s\nhost: {scheduler: {policy: credit2}}\n" + vms);
+  EXPECT_DOUBLE_EQ(xen.groups[0].instances[0].memory_on_node[0], 1.0);
+  EXPECT_DOUBLE_EQ(xen.groups[0].instances[1].memory_on_node[1], 1.0);
+  EXPECT_EQ(xen.groups[0].instances[0].soft[0].count(), 8u);
+}
+
 // host.ple: KVM's defaults when only `enabled` is given, the flavour following the host policy
 // (credit2 = Xen), every key read, and bad values named by line and field.
 TEST(ScenarioLoader, HostPleKeys) {
