@@ -36,7 +36,7 @@ vms:
   - name: guest
     count: )" + std::to_string(guests) + R"(
     vcpus: 32
-    workload: {kind: ebizzy, threads: 64, kernel: arena-trim, burst: 4.655ms, lock: )" + lock + R"(}
+    workload: {kind: ebizzy, threads: 64, kernel: arena-trim, burst: 4.633ms, lock: )" + lock + R"(}
 )", "<pv_spinlocks_test>"));
 }
 
