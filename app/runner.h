@@ -37,6 +37,7 @@ struct DomainResult {
   bool has_locks = false;
   double spin_pct = 0;          ///< CPU time burned spinning over the domain's running time, in %
   double lhp_per_s = 0, lwp_per_s = 0, halts_per_s = 0, kicks_per_s = 0;
+  double kick_wait_us = 0;  ///< mean, over kicked PV waiters that ran again, hand-off to running
   double lock_acquisitions_per_s = 0;
   double lock_wait_us = 0;      ///< mean wait per acquisition
   double lock_hold_us = 0;      ///< mean hold per acquisition

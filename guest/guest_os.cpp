@@ -26,6 +26,8 @@ GuestOs::GuestOs(hv::GuestPort& port, hv::DomainId domain, std::vector<hv::VcpuI
   }
   kick_for_.assign(vcpus_.size(), kNone);
   kick_waker_.assign(vcpus_.size(), hv::Waker{});
+  kicked_at_.assign(vcpus_.size(), -1);
+  kicked_lock_.assign(vcpus_.size(), 0);
   channels_.resize(workload_->channels());
   thread_results_.assign(n, 0.0);
   ipis_.init(static_cast<std::uint32_t>(vcpus_.size()), n);
@@ -188,6 +190,14 @@ void GuestOs::run_next(std::uint32_t vc) {
 
 void GuestOs::on_vcpu_scheduled(hv::VcpuId v, bool has_work) {
   const std::uint32_t vc = local(v);
+  if (kicked_at_[vc] >= 0) {  // a kicked PV waiter's vCPU runs again: the hand-off's wait ends
+    if (measuring()) {
+      LockStats& st = locks_[kicked_lock_[vc]].stats;
+      ++st.kicked_runs;
+      st.kick_wait_ns += static_cast<double>(port_.now() - kicked_at_[vc]);
+    }
+    kicked_at_[vc] = -1;
+  }
   if (ipis_.owes(vc)) arm_ipi(vc);
   const std::uint32_t c = vcpus_[vc].curr;
   if (has_work && c != kNone && threads_[c].phase == LockPhase::kSpinWait &&
@@ -379,6 +389,8 @@ void GuestOs::release_lock(std::uint32_t t) {
         port_.mark("pv-kick", id);
         kick_for_[wvc] = w;
         kick_waker_[wvc] = port_.waker(vcpus_[threads_[t].vcpu].id);  // KVM_HC_KICK_CPU runs on the unlocker
+        kicked_at_[wvc] = port_.now();
+        kicked_lock_[wvc] = lock_index;
         port_.arm_guest_timer(domain_, port_.now() + l.spec.params.kick_latency, kKickToken | wvc);
       }
       if (kick_for_[wvc] != w)

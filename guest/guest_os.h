@@ -265,6 +265,10 @@ class GuestOs final : public hv::GuestHooks {
   std::vector<LockState> locks_;
   std::vector<std::uint32_t> kick_for_;  ///< per vCPU: the thread a pending kick is for, or kNone
   std::vector<hv::Waker> kick_waker_;    ///< per vCPU: the unlocker that armed that kick
+  /// per vCPU: when an unlocker handed a lock to its halted waiter and kicked it (-1: none since
+  /// it last ran), and which lock, for LockStats::kick_wait_ns
+  std::vector<sim::Time> kicked_at_;
+  std::vector<std::uint32_t> kicked_lock_;
   LockObserver* lock_observer_ = nullptr;
   std::vector<Channel> channels_;        ///< Workload::channels() of them
   std::vector<double> thread_results_;   ///< per thread, measured interval (Workload::aggregate)

@@ -25,6 +25,8 @@ LockStats& LockStats::operator+=(const LockStats& o) {
   lwp += o.lwp;
   halts += o.halts;
   kicks += o.kicks;
+  kicked_runs += o.kicked_runs;
+  kick_wait_ns += o.kick_wait_ns;
   spurious_wakeups += o.spurious_wakeups;
   return *this;
 }

@@ -97,6 +97,11 @@ struct LockStats {
   std::uint64_t lwp = 0;         ///< lock handed to a next waiter whose vCPU is preempted
   std::uint64_t halts = 0;       ///< PV waiters that halted their vCPU
   std::uint64_t kicks = 0;       ///< PV kicks sent by unlockers
+  /// Kicked waiters that ran again, and their summed wait from the hand-off (the unlocker's
+  /// kick) to their vCPU's next run: kick_latency, the host's wake-up and any queueing behind
+  /// another vCPU. What a FIFO lock owned by a halted waiter sits unusable for.
+  std::uint64_t kicked_runs = 0;
+  double kick_wait_ns = 0;
   std::uint64_t spurious_wakeups = 0;  ///< halted PV waiters woken before their ticket was served
   LockStats& operator+=(const LockStats& o);
 };

@@ -294,6 +294,49 @@ TEST(Spinlock, KvmWaiterHaltedWithIrqsOffWakesOnlyForItsKick) {
   EXPECT_GT(wait_off, 5 * wait_on);
 }
 
+/// Never blocks, never locks: keeps its vCPU busy.
+class Hog final : public guest::Workload {
+ public:
+  std::string_view kind() const override { return "hog"; }
+  std::uint32_t threads() const override { return 1; }
+  guest::Step next(std::uint32_t, sim::RngStream&) override {
+    guest::Step s;
+    s.work_ns = 1e6;
+    s.result = 1;
+    return s;
+  }
+  std::string_view unit() const override { return "steps/s"; }
+};
+
+TEST(Spinlock, KickWaitRunsFromHandOffToTheWaitersNextRun) {
+  // Two threads on two vCPUs take turns holding the lock 2.5 ms at a time; the other waits past
+  // its 5 us threshold and halts, and each release kicks it. Alone on its pCPU a waiter runs
+  // one kick_latency after the hand-off (the wait ends as the host switches its vCPU in). When
+  // vCPU 1 shares its pCPU with a hog of another VM under rr (no wake-up preemption, 1 ms
+  // slices), its kicks wait for the hog's slice to end too.
+  auto run = [](bool shared) {
+    TestHost h(test::flat(2), {}, 1, "rr", rr_slice(1e6));
+    LockParams p = kind(LockKind::kPvTicket);
+    p.spin_threshold = 1000;
+    auto g = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::make_unique<LockLoop>(2, 10e3, 2.5e6, p));
+    if (shared) h.add_vm(test::vm_pinned_each("hog", {1}), std::make_unique<Hog>());
+    h.start();
+    h.run_until(sim::ms(200));
+    return g.os->results().locks;
+  };
+  const guest::LockStats alone = run(false), shared = run(true);
+  ASSERT_GT(alone.kicked_runs, 20u);
+  ASSERT_GT(shared.kicked_runs, 20u);
+  EXPECT_LE(alone.kicked_runs, alone.kicks);
+  const double kick_latency = static_cast<double>(LockParams{}.kick_latency);
+  const double wait_alone = alone.kick_wait_ns / static_cast<double>(alone.kicked_runs);
+  EXPECT_GE(wait_alone, kick_latency);
+  EXPECT_LE(wait_alone, kick_latency + static_cast<double>(sim::us(10)));
+  // Half the kicks go to vCPU 1, whose pCPU the hog then holds for the rest of its slice (the
+  // 2.5 ms holds put the release half a slice into it; 2 ms would land on a slice boundary).
+  EXPECT_GT(shared.kick_wait_ns / static_cast<double>(shared.kicked_runs), 20 * wait_alone);
+}
+
 TEST(Spinlock, MutexNeverSpins) {
   TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
   auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(LockKind::kMutex)));
