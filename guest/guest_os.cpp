@@ -501,6 +501,10 @@ void GuestOs::spin_expired(std::uint32_t vc, std::uint32_t t) {
   if (measuring()) ++l.stats.halts;
   port_.mark("pv-halt", vcpus_[vc].id);
   port_.halt(vcpus_[vc].id);
+  if (params_.hz > 0 && !polling(vc)) {  // safe_halt: the vCPU's next tick ends the halt
+    const sim::Duration jiffy = sim::seconds(1) / params_.hz;
+    port_.arm_guest_timer(domain_, (port_.now() / jiffy + 1) * jiffy, kTickToken | vc);
+  }
 }
 
 void GuestOs::deliver_kick(std::uint32_t vc) {
@@ -587,6 +591,13 @@ void GuestOs::on_timer(std::uint64_t token) {
   }
   if (token & kIpiToken) {
     ipi_acknowledged(static_cast<std::uint32_t>(token & ~kIpiToken));
+    return;
+  }
+  if (token & kTickToken) {
+    const auto vc = static_cast<std::uint32_t>(token & ~kTickToken);
+    const std::uint32_t t = vcpus_[vc].curr;
+    if (t != kNone && threads_[t].halted && !polling(vc) && port_.is_blocked(vcpus_[vc].id))
+      port_.kick_from(vcpus_[vc].id, hv::Waker{}, false);  // a timer interrupt: no waker
     return;
   }
   if (token & kWakeToken) {

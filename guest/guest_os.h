@@ -111,6 +111,16 @@ struct GuestParams {
   /// section 1.3, "Per-event costs". MODEL: folded into the wake-up's latency, as kick_latency is
   /// for PV kicks; the waker is not charged. Timer and device wake-ups need no IPI. 0: none.
   sim::Duration wake_ipi = 2800;
+  /// The guest kernel's CONFIG_HZ. A PV lock waiter halted with interrupts on (KVM's safe_halt)
+  /// is woken by its vCPU's next scheduler tick: NO_HZ stops the tick only in the idle loop
+  /// (tick_nohz_idle_enter), and this halt is in the lock's slow path, not there. The tick is
+  /// the local APIC timer, so the host wakes the vCPU for it like any interrupt; ticks are on
+  /// one grid for every vCPU (no skew_tick). Default 250, upstream's Kconfig default (HZ_250;
+  /// Debian, Ubuntu and SUSE build it); RHEL and Fedora build 1000 (CentOS 6's 2.6.32 config,
+  /// Fedora's config-generic, RHEL 7's 3.10.0 config), which a scenario sets for such guests, as
+  /// the cfs host's `hz` is set for such hosts. 0: no tick. MODEL: only these waiters see the
+  /// tick; every other guest timing is event-driven.
+  std::uint32_t hz = 250;
 };
 
 /// Results of one guest over the measured interval.
@@ -161,6 +171,7 @@ class GuestOs final : public hv::GuestHooks {
   static constexpr std::uint64_t kKickToken = std::uint64_t{1} << 63;  ///< | local vCPU index
   static constexpr std::uint64_t kIpiToken = std::uint64_t{1} << 62;   ///< | local target vCPU
   static constexpr std::uint64_t kWakeToken = std::uint64_t{1} << 61;  ///< | local target vCPU
+  static constexpr std::uint64_t kTickToken = std::uint64_t{1} << 60;  ///< | local vCPU
   enum class LockPhase : std::uint8_t { kNone, kPre, kSpin, kHalted, kSleep, kTake, kRetry, kHold, kIpi, kIpiDone, kSpinWait };
   struct LockState {
     LockSpec spec;

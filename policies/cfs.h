@@ -50,7 +50,8 @@ inline constexpr std::uint32_t kNice0Load = 1024;
 /// SCHED_CAPACITY_SCALE: the capacity of one CPU (every hardware thread: smt_gain is gone since
 /// 765d0af19f5f, 2018).
 inline constexpr std::uint64_t kCapacityScale = 1024;
-/// CONFIG_HZ=250, the default of the distribution kernels KVM hosts run: a 4 ms tick.
+/// CONFIG_HZ=250 (a 4 ms tick): upstream's Kconfig default, built by Debian, Ubuntu and SUSE;
+/// RHEL and Fedora build 1000 (guest_os.h GuestParams::hz cites the configs), set per scenario.
 inline constexpr std::uint32_t kDefaultHz = 250;
 /// sd->busy_factor (sd_init): a busy CPU balances 32x less often (16 from 5.10).
 inline constexpr std::uint32_t kBusyFactor = 32;

@@ -294,6 +294,58 @@ TEST(Spinlock, KvmWaiterHaltedWithIrqsOffWakesOnlyForItsKick) {
   EXPECT_GT(wait_off, 5 * wait_on);
 }
 
+/// Thread 0 holds lock 0 for 5 ms at a time, thread 1 for 10 us: thread 1 waits out each long
+/// hold, halted past its threshold.
+class LongHolder final : public guest::Workload {
+ public:
+  explicit LongHolder(LockParams p) : p_(p) {}
+  std::string_view kind() const override { return "long-holder"; }
+  std::uint32_t threads() const override { return 2; }
+  guest::Step next(std::uint32_t thread, sim::RngStream&) override {
+    guest::Step s;
+    s.work_ns = 10e3;
+    s.result = 1;
+    s.lock = 0;
+    s.hold_ns = thread == 0 ? 5e6 : 10e3;
+    return s;
+  }
+  std::string_view unit() const override { return "steps/s"; }
+  std::vector<guest::LockSpec> locks() const override { return {guest::LockSpec{"l", p_}}; }
+
+ private:
+  LockParams p_;
+};
+
+TEST(Spinlock, KvmWaiterHaltedWithIrqsOnWakesAtItsTick) {
+  // Each vCPU alone on its pCPU, no IPIs: the only thing that can end the waiter's safe_halt
+  // before its kick is its vCPU's scheduler tick. It wakes at every tick of the ~5 ms it waits,
+  // spins another 5 us threshold and halts again: about 5 spurious wake-ups per hold at
+  // HZ=1000, 1.25 at 250, none without a tick, and none when it halted with interrupts off.
+  auto run = [](std::uint32_t hz, bool irqs_off) {
+    TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
+    LockParams p = kind(LockKind::kPvTicket);
+    p.spin_threshold = 1000;
+    p.irqs_off = irqs_off;
+    guest::GuestParams gp;
+    gp.hz = hz;
+    auto g = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::make_unique<LongHolder>(p), gp);
+    h.start();
+    h.run_until(sim::ms(200));
+    EXPECT_NO_THROW(g.os->check_lost_kicks());
+    return g.os->results().locks;
+  };
+  const guest::LockStats k1000 = run(1000, false), k250 = run(250, false), none = run(0, false),
+                         off = run(1000, true);
+  const double holds = static_cast<double>(k1000.kicks);  // one kick per long hold it waited out
+  ASSERT_GT(holds, 20.0);
+  EXPECT_NEAR(static_cast<double>(k1000.spurious_wakeups) / holds, 5.0, 1.0);
+  EXPECT_NEAR(static_cast<double>(k250.spurious_wakeups) / static_cast<double>(k250.kicks), 1.25, 0.5);
+  EXPECT_EQ(none.spurious_wakeups, 0u);
+  EXPECT_EQ(off.spurious_wakeups, 0u);
+  // Every wake-up is followed by another halt, so the halts count them too.
+  EXPECT_EQ(k1000.halts, k1000.kicks + k1000.spurious_wakeups);
+}
+
 /// Never blocks, never locks: keeps its vCPU busy.
 class Hog final : public guest::Workload {
  public:

@@ -30,8 +30,9 @@ warmup: 100ms
 topology: xeon-x7560-4s
 host:
   smt: off
-  scheduler: {policy: cfs}
+  scheduler: {policy: cfs, hz: 1000}
   ple: {enabled: true, grow: 0, tsc_ghz: 2.26}
+guest: {hz: 1000}
 vms:
   - name: guest
     count: )" + std::to_string(guests) + R"(
