@@ -31,7 +31,8 @@
 //    the vCPU's run time across the spin (GuestPort::run_time), never per loop.
 //  - pvticket, kHalted: the threshold segment completed: slow-path flag set, vCPU halted. The
 //    unlocker kicks it (guest timer at now + kick_latency, then GuestPort::kick). KVM with
-//    IRQs on (safe_halt): a wake by anything else is spurious, it spins another threshold; Xen
+//    IRQs on (safe_halt): a wake by anything else (an IPI, its vCPU's next tick at
+//    GuestParams::hz) is spurious, it spins another threshold; Xen
 //    (poll) and KVM with IRQs off (halt(), LockParams::irqs_off): only the kick wakes it
 //    (GuestOs does not kick such a vCPU to place a woken thread or deliver an IPI).
 //  - mutex, kSleep: the thread blocks (the vCPU runs another thread or halts); the unlocker
