@@ -18,6 +18,7 @@
 #include "hypervisor/host.h"
 #include "hypervisor/policy_api.h"
 #include "sim/sim_time.h"
+#include "long_holder.h"
 #include "test_host.h"
 
 namespace vcpusim {
@@ -216,28 +217,6 @@ class RequestReply final : public guest::Workload {
   std::uint32_t step_[2] = {0, 0};
 };
 
-/// Thread 0 holds mutex 0 for 1 ms at a time, thread 1 for 10 us: thread 1 sleeps for it and its
-/// vCPU halts; thread 0's release hands the mutex over and wakes it.
-class LongHolder final : public guest::Workload {
- public:
-  std::string_view kind() const override { return "long-holder"; }
-  std::uint32_t threads() const override { return 2; }
-  guest::Step next(std::uint32_t t, sim::RngStream&) override {
-    guest::Step s;
-    s.work_ns = 10e3;
-    s.lock = 0;
-    s.hold_ns = t == 0 ? 1e6 : 10e3;
-    s.result = 1;
-    return s;
-  }
-  std::string_view unit() const override { return "steps/s"; }
-  std::vector<guest::LockSpec> locks() const override {
-    guest::LockParams p;
-    p.kind = guest::LockKind::kMutex;
-    return {guest::LockSpec{"m", p}};
-  }
-};
-
 TEST(GuestOs, WakeUpsNameTheirWakerAndSocketSendsAreSync) {
   // Bare metal: every wake-up of the server is the client's send and every wake-up of the
   // client the server's reply: each names the sender, as WF_SYNC (sock_def_readable). In a VM,
@@ -270,7 +249,9 @@ TEST(GuestOs, WakeUpsNameTheirWakerAndSocketSendsAreSync) {
     auto spy = std::make_unique<WakeSourceSpy>();
     spy->seen = &seen;
     TestHost h(test::flat(2), {}, 1, std::move(spy));
-    auto vm = h.add_vm(test::vm_pinned_each("vm", {0, 1}), std::make_unique<LongHolder>());
+    guest::LockParams mutex;
+    mutex.kind = guest::LockKind::kMutex;  // thread 1 sleeps through each 1 ms hold, its vCPU halted
+    auto vm = h.add_vm(test::vm_pinned_each("vm", {0, 1}), std::make_unique<test::LongHolder>(mutex, 1e6));
     h.start();
     h.run_until(sim::ms(20));
     std::uint32_t by_ipi = 0;

@@ -20,6 +20,7 @@
 #include "hypervisor/host.h"
 #include "sim/params.h"
 #include "sim/sim_time.h"
+#include "long_holder.h"
 #include "test_host.h"
 
 namespace vcpusim {
@@ -294,28 +295,6 @@ TEST(Spinlock, KvmWaiterHaltedWithIrqsOffWakesOnlyForItsKick) {
   EXPECT_GT(wait_off, 5 * wait_on);
 }
 
-/// Thread 0 holds lock 0 for 5 ms at a time, thread 1 for 10 us: thread 1 waits out each long
-/// hold, halted past its threshold.
-class LongHolder final : public guest::Workload {
- public:
-  explicit LongHolder(LockParams p) : p_(p) {}
-  std::string_view kind() const override { return "long-holder"; }
-  std::uint32_t threads() const override { return 2; }
-  guest::Step next(std::uint32_t thread, sim::RngStream&) override {
-    guest::Step s;
-    s.work_ns = 10e3;
-    s.result = 1;
-    s.lock = 0;
-    s.hold_ns = thread == 0 ? 5e6 : 10e3;
-    return s;
-  }
-  std::string_view unit() const override { return "steps/s"; }
-  std::vector<guest::LockSpec> locks() const override { return {guest::LockSpec{"l", p_}}; }
-
- private:
-  LockParams p_;
-};
-
 TEST(Spinlock, KvmWaiterHaltedWithIrqsOnWakesAtItsTick) {
   // Each vCPU alone on its pCPU, no IPIs: the only thing that can end the waiter's safe_halt
   // before its kick is its vCPU's scheduler tick. It wakes at every tick of the ~5 ms it waits,
@@ -328,7 +307,7 @@ TEST(Spinlock, KvmWaiterHaltedWithIrqsOnWakesAtItsTick) {
     p.irqs_off = irqs_off;
     guest::GuestParams gp;
     gp.hz = hz;
-    auto g = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::make_unique<LongHolder>(p), gp);
+    auto g = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::make_unique<test::LongHolder>(p, 5e6), gp);  // 5 ms holds
     h.start();
     h.run_until(sim::ms(200));
     EXPECT_NO_THROW(g.os->check_lost_kicks());
