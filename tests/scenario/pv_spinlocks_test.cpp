@@ -82,7 +82,8 @@ TEST(PvSpinlocks, GapIsWithinNoiseAtOnceOvercommitOnEbizzy) {
 // longer boost it, and the model's PV now loses at 2x (reproduction: Hmean -20.1%, 3 seeds;
 // this test's run: -567 records/s against 3 standard errors of 234; -31.6% since ebizzy's locks
 // halt their waiters with interrupts off and the host places wake-ups by their waker, README
-// "The PV-spinlock study": a convoy). Before the
+// "The PV-spinlock study": a convoy; -24.5% with host and guests at HZ=1000, since no tick
+// ends a halt taken with interrupts off; `kick_wait_us` shows the wait). Before the
 // filter the model won by about +5% over five seed sets. Enable when PV wins again without
 // tuning.
 TEST(PvSpinlocks, DISABLED_PvBeatsTicketAtTwiceOvercommitOnEbizzy) {
