@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
   std::string repro_name, repro_from, repro_out, repro_json;
   bool repro_list = false;
   unsigned repro_jobs = 0;
-  std::vector<std::string> repro_sets;
+  std::vector<std::string> repro_sets, repro_rows;
   repro->add_option("NAME", repro_name, "configs/reproduce/NAME.yaml (or a path)");
   repro->add_flag("--list", repro_list, "list the reproductions");
   repro->add_option("--from", repro_from, "read finished records from DIR instead of running");
@@ -236,6 +236,8 @@ int main(int argc, char** argv) {
   repro->add_option("--jobs", repro_jobs, "parallel runs (default: every core)");
   repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)");
   repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
+  repro->add_option("--row", repro_rows,
+                    "run and compare only this published row (repeatable; a baseline row is kept), e.g. --row '2x'");
   std::string repro_plot;
   repro->add_option("--plot", repro_plot, "also draw model beside published per row with gnuplot, to FIG.png or FIG.svg");
 
@@ -318,7 +320,8 @@ int main(int argc, char** argv) {
         }
         return 0;
       }
-      const app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets));
+      app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets));
+      app::select_rows(r, repro_rows);
       std::string dir = repro_from;
       if (dir.empty()) {
         // The default directory is per build and per scenario document, so a rebuilt vcpusim or
@@ -326,6 +329,7 @@ int main(int argc, char** argv) {
         dir = repro_out.empty() ? "vcpusim-reproduce/" + r.name + "/" + VCPUSIM_BUILD + "-" + r.plan.scenario_hash.substr(0, 8)
                                 : repro_out;
         app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
+        if (!repro_rows.empty()) so.only = [&r](const app::SweepRun& run) { return app::runs_published_row(r, run); };
         print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));
       }
       const auto recs = records_of({dir});

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/reproduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -118,6 +119,25 @@ void add_vm_metric(const nlohmann::json& metrics, const std::string& suffix, dou
 }
 
 }  // namespace
+
+void select_rows(Reproduction& r, const std::vector<std::string>& rows) {
+  if (rows.empty()) return;
+  std::set<std::string> known, keep(rows.begin(), rows.end());
+  std::string all;
+  for (const PublishedCell& c : r.published)
+    if (known.insert(c.row).second) all += (all.empty() ? "" : ", ") + c.row;
+  for (const std::string& row : rows)
+    if (!known.count(row))
+      throw ConfigError("<command line>", 0, 0, "--row", "'" + row + "' is not a published row of " + r.name + " (rows: " + all + ")");
+  if (!r.baseline_row.empty()) keep.insert(r.baseline_row);
+  std::erase_if(r.published, [&](const PublishedCell& c) { return !keep.count(c.row); });
+}
+
+bool runs_published_row(const Reproduction& r, const SweepRun& run) {
+  if (!run.point.contains(r.rows)) return false;
+  const std::string row = cell_op(run.point, r.rows);
+  return std::any_of(r.published.begin(), r.published.end(), [&](const PublishedCell& c) { return c.row == row; });
+}
 
 std::vector<std::pair<const CellResult*, const CellResult*>> column_pairs(const Reproduction& r,
                                                                           const ReproductionResult& res) {

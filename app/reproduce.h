@@ -61,6 +61,13 @@ std::vector<std::string> list_reproductions();
 Reproduction load_reproduction(const std::string& name_or_path,
                                const std::vector<std::pair<std::string, std::string>>& overrides);
 
+/// Narrows `r` to the published rows in `rows` and its baseline row, if it has one (the %
+/// changes need it): the other published cells are dropped. A name that is no published row is
+/// a ConfigError naming `--row`. Empty `rows`: no change.
+void select_rows(Reproduction& r, const std::vector<std::string>& rows);
+/// Whether the run is one of `r`'s published rows (after select_rows: one of those selected).
+bool runs_published_row(const Reproduction& r, const SweepRun& run);
+
 struct CellResult {
   PublishedCell pub;
   double model = 0, model_stddev = 0;

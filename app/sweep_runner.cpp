@@ -60,7 +60,8 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
                         "), whose model may give other figures; use another --out directory");
     finished.insert(key_of(r));
   }
-  for (std::size_t i = 0; i < plan.runs.size(); ++i)
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    if (o.only && !o.only(plan.runs[i])) continue;
     for (std::uint32_t rep = 0; rep < plan.repetitions; ++rep) {
       const std::size_t index = i * plan.repetitions + rep;
       if (index % o.shards != o.shard - 1) continue;
@@ -71,6 +72,7 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
       }
       w.todo.push_back(index);
     }
+  }
   if (o.max_records > 0 && o.max_records < w.todo.size()) w.todo.resize(o.max_records);
   return w;
 }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <ostream>
 #include <set>
@@ -30,6 +31,9 @@ struct SweepOptions {
   /// (column-major, repetition fastest, over the whole plan) has i mod N == K - 1. The shards
   /// of one N partition the sweep exactly, whatever each has finished already.
   std::uint32_t shard = 1, shards = 1;
+  /// Run only the plan's runs this accepts (every run when empty). Task indices, seeds and
+  /// records stay those of the whole plan, so a later run without the filter resumes them.
+  std::function<bool(const SweepRun&)> only{};
 };
 
 struct SweepSummary {

@@ -314,6 +314,27 @@ TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   EXPECT_EQ(run("reproduce no-such-study").status, 2);
 }
 
+TEST(CliReproduce, RowRunsOnlyThatRowAndItsBaselineAndALaterFullRunResumes) {
+  const std::string d = fresh_dir("rep-row");
+  const std::string base = "reproduce smt-corun-sysbench --set duration=2s --set repetitions=1 --out " + d;
+  const Outcome o = run(base + " --row nosmt --json -");
+  ASSERT_EQ(o.status, 0) << o.output;
+  // nosmt, and Alone because it is the baseline row; not no-tag.
+  EXPECT_NE(o.output.find("\"row\": \"nosmt\""), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("\"row\": \"Alone\""), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("\"row\": \"no-tag\""), std::string::npos) << o.output;
+  EXPECT_EQ(count_lines(d + "/records.jsonl"), 2u);
+  // Without --row the same directory resumes: only no-tag is left to run.
+  const Outcome all = run(base);
+  ASSERT_EQ(all.status, 0) << all.output;
+  EXPECT_NE(all.output.find("1 records written, 2 already present, 0 left"), std::string::npos) << all.output;
+  const Outcome bad = run(base + " --row nope");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--row: 'nope' is not a published row of smt-corun-sysbench (rows: Alone, nosmt, no-tag)"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST(CliReproduce, DefaultDirectoryIsPerBuildAndScenarioSoOtherSetsStartAfresh) {
   // Without --out, the records go under vcpusim-reproduce/NAME/BUILD-HASH in the working
   // directory: a second run with other --set values neither fails nor mixes with the first, and
