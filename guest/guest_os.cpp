@@ -248,7 +248,10 @@ void GuestOs::on_work_done(hv::VcpuId v) {
     begin_acquire(vc, t);
     return;
   }
-  if (th.phase == LockPhase::kHold) release_lock(t);
+  if (th.phase == LockPhase::kHold) {
+    release_lock(t);
+    if (ipis_.owes(vc)) arm_ipi(vc);  // spin_unlock_irqrestore(): the pending IPIs are taken now
+  }
   complete_step(vc, t);
 }
 
@@ -688,7 +691,19 @@ void GuestOs::begin_ipi(std::uint32_t vc, std::uint32_t t) {
   port_.set_work(vcpus_[vc].id, 1e15, hv::Profile::kSpin, 0.0);
 }
 
+bool GuestOs::irqs_masked(std::uint32_t vc) const {
+  const std::uint32_t t = vcpus_[vc].curr;
+  if (t == kNone || threads_[t].step.lock < 0) return false;
+  const Thread& th = threads_[t];
+  if (th.phase != LockPhase::kSpin && th.phase != LockPhase::kHalted && th.phase != LockPhase::kTake &&
+      th.phase != LockPhase::kHold)
+    return false;
+  const LockState& l = locks_[static_cast<std::size_t>(th.step.lock)];
+  return spin_kind(l) && l.spec.params.irqs_off;
+}
+
 void GuestOs::arm_ipi(std::uint32_t vc) {
+  if (irqs_masked(vc)) return;  // pending in the IRR until the irqrestore (on_work_done)
   const sim::Time due = ipis_.arm(vc, port_.now());
   if (due != sim::kNever) port_.arm_guest_timer(domain_, due, kIpiToken | vc);
 }

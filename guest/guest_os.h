@@ -61,8 +61,10 @@
 // through a 1 ns set_preempted_work segment when the host next runs it). Targets: a running
 // one is due at once + latency; a preempted or halted one when it is next put on a pCPU
 // (on_vcpu_scheduled, with or without kept work); a halted one is kicked, unless it waits for
-// a kick only (polling()). MODEL: such a target acknowledges when it next runs, not after the
-// critical section that re-enables its interrupts.
+// a kick only (polling()). A target whose thread is inside a spin lock taken with interrupts
+// off (LockParams::irqs_off: spinning, halted, taking or holding it) takes the IPI only at the
+// unlock's irqrestore: x86's arch_spin_lock_flags() ignores the flags, so IF stays 0 from the
+// spin_lock_irqsave to the spin_unlock_irqrestore (irqs_masked()).
 // A holder of a user-space mutex or adaptive lock (LockParams::user_space: pthread mutexes,
 // InnoDB latches) is rotated out at its slice like any thread, still holding the lock; a kernel
 // lock's holder never is. MODEL: the unlocker pays no cost for
@@ -257,9 +259,12 @@ class GuestOs final : public hv::GuestHooks {
   /// A PV waiter on vc waits for the kick only (Xen poll, or KVM halt() with IRQs off:
   /// LockParams::irqs_off): other wake-ups must not kick vc.
   bool polling(std::uint32_t vc) const;
+  /// vc's current thread is inside a spin lock taken with interrupts off (spinning, halted,
+  /// taking or holding it): interrupts stay pending until its unlock.
+  bool irqs_masked(std::uint32_t vc) const;
   // IPIs (ipi.h, "IPIs" above).
   void begin_ipi(std::uint32_t vc, std::uint32_t t);
-  void arm_ipi(std::uint32_t vc);        ///< vc runs: its owed acknowledgements become due
+  void arm_ipi(std::uint32_t vc);        ///< vc runs with IRQs on: its owed acknowledgements become due
   void ipi_acknowledged(std::uint32_t vc);
   void ipi_finished(std::uint32_t t);    ///< the sender's last target acknowledged
 

@@ -37,6 +37,33 @@ class ShootdownLoop final : public guest::Workload {
   std::string_view unit() const override { return "calls/s"; }
 };
 
+// Thread 0 (vCPU 0) computes 100 us and sends a shootdown; thread 1 (vCPU 1) computes 10 us
+// and holds lock 0, a ticket spinlock nobody else takes, for 1 ms. Both vCPUs always run.
+class CallerAndHolder final : public guest::Workload {
+ public:
+  explicit CallerAndHolder(bool irqs_off) { lock_.irqs_off = irqs_off; }
+  std::string_view kind() const override { return "caller-and-holder"; }
+  std::uint32_t threads() const override { return 2; }
+  guest::Step next(std::uint32_t thread, sim::RngStream&) override {
+    guest::Step s;
+    s.result = 1.0;
+    if (thread == 0) {
+      s.work_ns = 100e3;
+      s.shootdown_ns = 3000.0;
+    } else {
+      s.work_ns = 10e3;
+      s.lock = 0;
+      s.hold_ns = 1e6;
+    }
+    return s;
+  }
+  std::string_view unit() const override { return "steps/s"; }
+  std::vector<guest::LockSpec> locks() const override { return {guest::LockSpec{"lru_lock", lock_}}; }
+
+ private:
+  guest::LockParams lock_;
+};
+
 TEST(CallFunctionIpis, AcknowledgesOnlyOnceDueAndFinishesTheSenderOnItsLast) {
   guest::CallFunctionIpis ipis;
   ipis.init(3, 2);
@@ -80,6 +107,28 @@ TEST(IpiShootdown, PreemptedTargetStallsTheSenderUntilTheHostRunsIt) {
   EXPECT_LE(stalled_wait / static_cast<double>(st.stalls), 10e6 + 2e3 + 3e3);
   // A stall is the sender's vCPU spinning the whole time: it burned about the wait.
   EXPECT_NEAR(st.spin_ns, st.wait_ns, 0.01 * st.wait_ns);
+}
+
+TEST(IpiShootdown, TargetHoldingALockWithInterruptsOffTakesTheCallOnlyAtItsUnlock) {
+  // With the lock taken by spin_lock (interrupts on) the running target answers after the 3 us
+  // latency. Taken by spin_lock_irqsave, the call stays pending until spin_unlock_irqrestore.
+  // A call ends 3 us after a release; the holder takes the lock again 10 us after the release,
+  // and the caller sends its next call 100 us after the last one ended, so 93 us into that hold:
+  // it waits the 907 us left of the hold and the latency, 910 us (the first call, 913 us).
+  for (const bool irqs_off : {false, true}) {
+    TestHost h(test::flat(2), {}, 1, "rr", {});
+    auto a = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::make_unique<CallerAndHolder>(irqs_off));
+    h.start();
+    h.run_until(sim::ms(200));
+    const guest::IpiStats st = a.os->results().ipis;
+    ASSERT_GT(st.sent, 100u) << "irqs_off " << irqs_off;
+    EXPECT_EQ(st.stalls, 0u);  // the target is always on its pCPU
+    const double mean_wait = st.wait_ns / static_cast<double>(st.sent);
+    if (irqs_off)
+      EXPECT_NEAR(mean_wait, 910e3, 1e3);
+    else
+      EXPECT_NEAR(mean_wait, 3000.0, 1.0);
+  }
 }
 
 }  // namespace
