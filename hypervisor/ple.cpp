@@ -101,7 +101,6 @@ void Host::ple_exit(VcpuId id) {
     std::uint32_t& last = ple_.last_boosted(v.domain);
     const std::uint32_t start = last + 1;
     int yielded = 0;
-    int tries = 3;  // "int try = 3": -ESRCH answers (undercommit) before giving up
     for (std::uint32_t i = 0; n > 1 && i < n; ++i) {
       const std::uint32_t idx = (start + i) % n;
       if (idx == v.index) continue;  // vcpu == me
@@ -121,7 +120,15 @@ void Host::ple_exit(VcpuId id) {
         if (measuring) ++st.yields;
         break;
       }
-      if (yielded < 0 && --tries == 0) break;
+      if (yielded < 0) {
+        // -ESRCH (both runqueues hold one task). 3.10's yield_to() and kvm_vcpu_yield_to()
+        // return bool, so it reaches the scan as true: "if (yielded > 0)" records this vCPU as
+        // last boosted and stops, though nothing was boosted (yield_to() skips its schedule()).
+        // The `try = 3` countdown for negative answers is dead code until a later "sched: Fix
+        // signedness bug in yield_to()" made the return an int.
+        last = idx;
+        break;
+      }
     }
     // Without a successful yield there is no schedule(): me leaves the handler now. With one,
     // it leaves when that schedule() returns (ple_sched_done).

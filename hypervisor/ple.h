@@ -44,8 +44,9 @@
 //        both runqueues hold one task; 0 when the target runs or is blocked; a target on
 //        another pCPU gets resched_task(p_rq->curr), a reschedule IPI, so the vCPU running
 //        there keeps running until it arrives, ExecParams::resched_ipi later);
-//      * > 0: remember the target as last boosted and stop; < 0: count down `try = 3`, three
-//        stop the scan; 0: go on;
+//      * > 0: remember the target as last boosted and stop; 0: go on; -ESRCH: the same as > 0
+//        (remember, stop), with nothing boosted, because 3.10's yield_to() and
+//        kvm_vcpu_yield_to() return bool, so the scan's `try = 3` countdown never runs;
 //      * me leaves the handler: in_spin_loop = false, dy_eligible = false. After a successful
 //        yield that is when yield_to's schedule() returns, i.e. when me is next switched in
 //        (or kept by that reschedule): until then a descheduled spinner is in the handler.

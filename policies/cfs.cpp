@@ -690,8 +690,9 @@ int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
     if (rq.nr_running > 1) rq.need_resched = true;
     return 0;
   }
-  // yield_to(p, preempt = true), as kvm_vcpu_yield_to() calls it; its return value (an int
-  // since 3.9's "sched: Bail out of yield_to when source and target runqueue has one task").
+  // yield_to(p, preempt = true), as kvm_vcpu_yield_to() calls it; its return value, with 3.9's
+  // -ESRCH ("sched: Bail out of yield_to when source and target runqueue has one task"). 3.10
+  // still declares it bool, so its caller sees that as true (hypervisor/ple.cpp).
   const Entity& t = ents_[to];
   const PcpuId tp = t.on_rq ? t.rq : t.last_rq;
   if (rq.nr_running == 1 && tp != kNoPcpu && rqs_[tp].nr_running == 1) return -1;  // -ESRCH

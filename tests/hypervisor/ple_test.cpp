@@ -5,7 +5,8 @@
 // to a ready vCPU of the spinner's own VM (kvm_vcpu_on_spin walks kvm->vcpu_array), with
 // Linux 3.10's candidate filters and yield rules (only vCPUs marked preempted, i.e. scheduled
 // out while Runnable and not run since; halted and in-guest vCPUs skipped; the dy_eligible
-// toggle, try = 3 -ESRCH answers, last_boosted_vcpu on success only).
+// toggle, -ESRCH ending the scan as 3.10's bool return makes it, last_boosted_vcpu on success or
+// -ESRCH).
 //
 // System: one pCPU, round robin, TSC at 1 GHz (a cycle is a nanosecond), the default 2 us
 // switch-in stall and 1.5 us exit cost. Spinners are FakeGuest segments of Profile::kSpin.
@@ -197,13 +198,14 @@ TEST(PleYield, ToAReadyVcpuOfTheSameVm) {
   EXPECT_EQ(h.host().ple_stats(b.id).exits, 0u);  // b never spins
 }
 
-// yield_to() answering -ESRCH (both runqueues hold one task) counts down `try = 3`: each exit
-// asks a1, a2, a3 and gives up before a4; nothing is boosted, so the scan restarts at a1.
-TEST(PleYield, StopsAfterThreeEsrchAnswers) {
+// yield_to() answering -ESRCH (both runqueues hold one task): 3.10's yield_to() and
+// kvm_vcpu_yield_to() return bool, so the scan sees true. Each exit asks one candidate, records
+// it as last boosted and stops, so the asks go round a1, a2, a3, a4, a1, ... with nothing boosted.
+TEST(PleYield, EsrchEndsTheScanAsTrueBecause310ReturnsBool) {
   ScanRig r(-1);
-  ASSERT_GT(r.exits(), 2u);
-  ASSERT_EQ(r.policy->asked.size(), 3 * r.exits());
-  for (std::size_t i = 0; i < r.policy->asked.size(); ++i) EXPECT_EQ(r.policy->asked[i], r.a.vcpus[1 + i % 3]);
+  ASSERT_GT(r.exits(), 4u);
+  ASSERT_EQ(r.policy->asked.size(), r.exits());
+  for (std::size_t i = 0; i < r.policy->asked.size(); ++i) EXPECT_EQ(r.policy->asked[i], r.a.vcpus[1 + i % 4]);
   EXPECT_EQ(r.h->host().ple_stats(r.a.id).yields, 0u);
 }
 
