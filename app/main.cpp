@@ -2,10 +2,12 @@
 // vcpusim's command line. Exit status: 0 success; 2 bad input (a scenario or an argument: the
 // message names file:line:col: field); 3 a model invariant was violated (the message names the
 // rule, entity, pCPU and time); 1 anything else.
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <unistd.h>
 
@@ -165,7 +167,18 @@ int main(int argc, char** argv) {
   std::optional<std::uint32_t> reps;
   bool quiet = false, list = false;
   run->add_option("SCENARIO", file, "scenario YAML file (default: the built-in default scenario)");
-  run->add_option("--seed", seed, "master seed (overrides the scenario's seed:)");
+  // The scenario's seed: takes [0, 2^63 - 1]; so do these. CLI11 alone would wrap "-5" into
+  // 2^64 - 5, and its Range lets 2^64 - 5 itself through.
+  const CLI::Validator seed_range(
+      [](const std::string& v) -> std::string {
+        std::int64_t x = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+          return "'" + v + "' is not a seed: an integer from 0 to " + std::to_string(std::numeric_limits<std::int64_t>::max());
+        return {};
+      },
+      "SEED in [0, 2^63 - 1]");
+  run->add_option("--seed", seed, "master seed (overrides the scenario's seed:)")->check(seed_range);
   run->add_option("--duration", duration, "simulated time, e.g. 10s or 500ms (overrides duration:)");
   run->add_option("--repetitions", reps, "number of seeds to run (overrides repetitions:)")->check(CLI::Range(1, 100000));
   run->add_option("--json", json_path, "write results as JSON to FILE ('-': stdout); rewritten after each repetition");
@@ -178,7 +191,7 @@ int main(int argc, char** argv) {
   std::optional<std::uint64_t> trace_seed;
   trace->add_option("SCENARIO", trace_file, "scenario YAML file (default: the built-in default scenario)");
   trace->add_option("--window", trace_window, "simulated interval to keep, FROM..TO (default 0s..200ms)");
-  trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)");
+  trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)")->check(seed_range);
   trace->add_option("--out", trace_out, "output file (open it in ui.perfetto.dev or chrome://tracing)")->required();
 
   auto* bench = cli.add_subcommand("bench", "Measure the engine's and whole scenarios' speed (medians over repeats)");
@@ -322,6 +335,7 @@ int main(int argc, char** argv) {
       }
       app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets));
       app::select_rows(r, repro_rows);
+      if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");  // before the runs, not after
       std::string dir = repro_from;
       if (dir.empty()) {
         // The default directory is per build and per scenario document, so a rebuilt vcpusim or

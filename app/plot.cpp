@@ -55,7 +55,19 @@ std::string extension_of(const std::string& out) {
   return ext;
 }
 
+}  // namespace
+
+void check_figure_path(const std::string& out, const std::string& option) {
+  const std::string ext = extension_of(out);
+  if (ext != ".png" && ext != ".svg")
+    throw ConfigError("<command line>", 0, 0, option,
+                      "'" + out + "': the figure's extension picks the format: .png or .svg");
+}
+
+namespace {
+
 // The terminal lines for the output's extension: pngcairo when this gnuplot has it, else png.
+// The extension was checked (check_figure_path) by whoever took the path.
 std::string terminal(const std::string& out, int width, int height) {
   const std::string ext = extension_of(out);
   std::string t;

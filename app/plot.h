@@ -29,6 +29,10 @@ struct PlotOptions {
   std::string title;   ///< empty: "SCENARIO: METRIC by X"
 };
 
+/// Checks that a figure path names a format (.png or .svg, any case) before anything runs;
+/// ConfigError naming `option` (the flag the path came from) otherwise.
+void check_figure_path(const std::string& out, const std::string& option);
+
 /// The gnuplot script (data included as datablocks) for a sweep plot. ConfigError for an
 /// unknown field or metric, naming the ones that exist.
 std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const PlotOptions& o);

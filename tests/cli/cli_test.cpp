@@ -160,6 +160,13 @@ TEST(Cli, EmptyFileIsExitTwo) {
 
 TEST(Cli, BadArgumentsAreExitTwo) {
   EXPECT_EQ(run("run --seed abc").status, 2);
+  // A scenario's seed: is 0 to 2^63 - 1; the flags take the same, not a wrapped -5 or 2^64 - 5.
+  for (const char* s : {"-5", "18446744073709551611", "9223372036854775808", "7x"}) {
+    const Outcome o = run(std::string("run --seed ") + s);
+    EXPECT_EQ(o.status, 2) << s << ": " << o.output;
+    EXPECT_NE(o.output.find(std::string("--seed: '") + s + "' is not a seed"), std::string::npos) << o.output;
+    EXPECT_EQ(run(std::string("trace --out x.json --seed ") + s).status, 2) << s;
+  }
   EXPECT_EQ(run("run --duration 5parsecs").status, 2);
   EXPECT_EQ(run("run --repetitions 0").status, 2);
   EXPECT_EQ(run("frobnicate").status, 2);

@@ -95,6 +95,16 @@ TEST(CliPlot, UnknownMetricFieldOrFormatIsExitTwo) {
   EXPECT_EQ(run("plot " + fresh_dir("none") + " --x a --y b").status, 2);
 }
 
+TEST(CliPlot, ReproducePlotWithAnUnknownFormatIsRefusedBeforeAnyRun) {
+  // Not after the sweep: a figure name that can never be drawn costs no runs and writes no records.
+  const std::string d = fresh_dir("rep-bmp");
+  const Outcome o = run("reproduce smt-corun-sysbench --set duration=2s --out " + d + " --plot fig.bmp");
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("--plot: 'fig.bmp': the figure's extension picks the format: .png or .svg"), std::string::npos)
+      << o.output;
+  EXPECT_FALSE(std::filesystem::exists(d + "/records.jsonl")) << o.output;
+}
+
 TEST(CliPlot, MissingGnuplotIsAClearErrorNotACrash) {
   const Outcome o = shell("VCPUSIM_GNUPLOT=/nonexistent/gnuplot timeout 120 " + binary() + " plot " + sweep_dir() +
                           " --x vms.web.count --y vm.web.throughput --out " + (scratch() / "none.png").string());
