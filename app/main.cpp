@@ -152,6 +152,21 @@ void print_sweep_summary(const app::SweepSummary& s) {
             << (s.total - s.skipped - s.written) << " left; " << s.records_path << "\n";
 }
 
+// A flag that takes an integer from 0 to 2^63 - 1 (`what` names it in the message): CLI11 parses
+// "-5" into an unsigned as 2^64 - 5 and lets it through.
+CLI::Validator whole_number(const std::string& what) {
+  return CLI::Validator(
+      [what](const std::string& v) -> std::string {
+        std::int64_t x = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+          return "'" + v + "' is not " + what + ": an integer from 0 to " +
+                 std::to_string(std::numeric_limits<std::int64_t>::max());
+        return {};
+      },
+      "0 to 2^63 - 1");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,15 +184,7 @@ int main(int argc, char** argv) {
   run->add_option("SCENARIO", file, "scenario YAML file (default: the built-in default scenario)");
   // The scenario's seed: takes [0, 2^63 - 1]; so do these. CLI11 alone would wrap "-5" into
   // 2^64 - 5, and its Range lets 2^64 - 5 itself through.
-  const CLI::Validator seed_range(
-      [](const std::string& v) -> std::string {
-        std::int64_t x = 0;
-        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-        if (ec != std::errc() || end != v.data() + v.size() || x < 0)
-          return "'" + v + "' is not a seed: an integer from 0 to " + std::to_string(std::numeric_limits<std::int64_t>::max());
-        return {};
-      },
-      "SEED in [0, 2^63 - 1]");
+  const CLI::Validator seed_range = whole_number("a seed");
   run->add_option("--seed", seed, "master seed (overrides the scenario's seed:)")->check(seed_range);
   run->add_option("--duration", duration, "simulated time, e.g. 10s or 500ms (overrides duration:)");
   run->add_option("--repetitions", reps, "number of seeds to run (overrides repetitions:)")->check(CLI::Range(1, 100000));
@@ -209,7 +216,8 @@ int main(int argc, char** argv) {
   sweep->add_option("SCENARIO", sweep_file, "scenario YAML with sweep: and/or columns:")->required();
   sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required();
   sweep->add_option("--jobs", jobs, "parallel runs (default: every core); records are identical for any value");
-  sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)");
+  sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)")
+      ->check(whole_number("a record count"));  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
   std::string shard;
   sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge");

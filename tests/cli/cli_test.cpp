@@ -167,6 +167,10 @@ TEST(Cli, BadArgumentsAreExitTwo) {
     EXPECT_NE(o.output.find(std::string("--seed: '") + s + "' is not a seed"), std::string::npos) << o.output;
     EXPECT_EQ(run(std::string("trace --out x.json --seed ") + s).status, 2) << s;
   }
+  // Nor a wrapped -1 as a sweep's record limit (it ran the whole sweep).
+  const Outcome m = run("sweep " + write_temp("mr.yaml", kGood) + " --out " + fresh_dir("mr") + " --max-records -1");
+  EXPECT_EQ(m.status, 2) << m.output;
+  EXPECT_NE(m.output.find("--max-records: '-1' is not a record count"), std::string::npos) << m.output;
   EXPECT_EQ(run("run --duration 5parsecs").status, 2);
   EXPECT_EQ(run("run --repetitions 0").status, 2);
   EXPECT_EQ(run("frobnicate").status, 2);
