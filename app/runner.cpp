@@ -113,6 +113,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.halts_per_s = static_cast<double>(ls.halts) / meas_s;
     dr.kicks_per_s = static_cast<double>(ls.kicks) / meas_s;
     dr.kick_wait_us = ls.kicked_runs ? ls.kick_wait_ns / 1e3 / static_cast<double>(ls.kicked_runs) : 0.0;
+    dr.kick_wait_p99_us = gr.kick_wait_p99_ns / 1e3;
     dr.lock_acquisitions_per_s = static_cast<double>(ls.acquisitions) / meas_s;
     dr.lock_wait_us = ls.acquisitions ? ls.wait_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     dr.lock_hold_us = ls.acquisitions ? ls.hold_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
@@ -162,6 +163,7 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "halts_per_s"] = d.halts_per_s;
       m[p + "kicks_per_s"] = d.kicks_per_s;
       m[p + "kick_wait_us"] = d.kick_wait_us;
+      m[p + "kick_wait_p99_us"] = d.kick_wait_p99_us;
       m[p + "lock_acquisitions_per_s"] = d.lock_acquisitions_per_s;
       m[p + "lock_wait_us"] = d.lock_wait_us;
       m[p + "lock_hold_us"] = d.lock_hold_us;
@@ -210,7 +212,7 @@ std::map<std::string, double> RunResult::metrics() const {
     const std::string inst = (d.bare_metal ? "bm." : "vm.") + d.name + ".";
     const std::string grp = (d.bare_metal ? "bm." : "vm.") + d.group + ".";
     for (const char* k : {"spin_pct", "lhp_per_s", "lwp_per_s", "halts_per_s", "kicks_per_s", "kick_wait_us",
-                          "lock_acquisitions_per_s",
+                          "kick_wait_p99_us", "lock_acquisitions_per_s",
                           "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "ipis_per_s",
                           "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct"}) {
       const auto it = m.find(inst + k);

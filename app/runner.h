@@ -38,6 +38,7 @@ struct DomainResult {
   double spin_pct = 0;          ///< CPU time burned spinning over the domain's running time, in %
   double lhp_per_s = 0, lwp_per_s = 0, halts_per_s = 0, kicks_per_s = 0;
   double kick_wait_us = 0;  ///< mean, over kicked PV waiters that ran again, hand-off to running
+  double kick_wait_p99_us = 0;  ///< the 99th percentile of those waits
   double lock_acquisitions_per_s = 0;
   double lock_wait_us = 0;      ///< mean wait per acquisition
   double lock_hold_us = 0;      ///< mean hold per acquisition

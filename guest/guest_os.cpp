@@ -195,6 +195,7 @@ void GuestOs::on_vcpu_scheduled(hv::VcpuId v, bool has_work) {
       LockStats& st = locks_[kicked_lock_[vc]].stats;
       ++st.kicked_runs;
       st.kick_wait_ns += static_cast<double>(port_.now() - kicked_at_[vc]);
+      kick_waits_.add(port_.now() - kicked_at_[vc]);
     }
     kicked_at_[vc] = -1;
   }
@@ -730,6 +731,7 @@ void GuestOs::ipi_finished(std::uint32_t t) {
 GuestResults GuestOs::results() const {
   GuestResults r;
   r.ipis = ipi_stats_;
+  r.kick_wait_p99_ns = kick_waits_.quantile_ns(0.99);
   r.results = workload_->aggregate(thread_results_).value_or(results_);
   r.steps = steps_;
   const double secs = sim::to_seconds(port_.now() - port_.measure_from());

@@ -92,6 +92,7 @@
 #include <vector>
 
 #include "guest/guest_trace.h"
+#include "guest/latency_histogram.h"
 #include "guest/ipi.h"
 #include "guest/mutex.h"
 #include "guest/spinlock.h"
@@ -134,6 +135,10 @@ struct GuestResults {
   LockStats locks;           ///< all of the guest's locks together, measured interval
   std::vector<LockStats> per_lock;  ///< by Workload::locks() index
   IpiStats ipis;             ///< synchronous cross-vCPU calls, measured interval
+  /// The 99th percentile of kicked PV waiters' waits from hand-off to run (LockStats::kick_wait_ns
+  /// holds their sum), all locks, measured interval; 0 without kicks. A mean of a few us can hide
+  /// a tail of ms-long waits, each of which holds the FIFO lock for nobody.
+  double kick_wait_p99_ns = 0;
 };
 
 /// Observer of lock hand-overs (tests): every acquisition and release, in simulated order.
@@ -286,6 +291,7 @@ class GuestOs final : public hv::GuestHooks {
   /// it last ran), and which lock, for LockStats::kick_wait_ns
   std::vector<sim::Time> kicked_at_;
   std::vector<std::uint32_t> kicked_lock_;
+  LatencyHistogram kick_waits_;          ///< those waits, measured interval (GuestResults::kick_wait_p99_ns)
   LockObserver* lock_observer_ = nullptr;
   std::vector<Channel> channels_;        ///< Workload::channels() of them
   std::vector<double> thread_results_;   ///< per thread, measured interval (Workload::aggregate)

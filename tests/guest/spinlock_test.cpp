@@ -353,9 +353,10 @@ TEST(Spinlock, KickWaitRunsFromHandOffToTheWaitersNextRun) {
     if (shared) h.add_vm(test::vm_pinned_each("hog", {1}), std::make_unique<Hog>());
     h.start();
     h.run_until(sim::ms(200));
-    return g.os->results().locks;
+    return g.os->results();
   };
-  const guest::LockStats alone = run(false), shared = run(true);
+  const guest::GuestResults alone_r = run(false), shared_r = run(true);
+  const guest::LockStats &alone = alone_r.locks, &shared = shared_r.locks;
   ASSERT_GT(alone.kicked_runs, 20u);
   ASSERT_GT(shared.kicked_runs, 20u);
   EXPECT_LE(alone.kicked_runs, alone.kicks);
@@ -366,6 +367,11 @@ TEST(Spinlock, KickWaitRunsFromHandOffToTheWaitersNextRun) {
   // Half the kicks go to vCPU 1, whose pCPU the hog then holds for the rest of its slice (the
   // 2.5 ms holds put the release half a slice into it; 2 ms would land on a slice boundary).
   EXPECT_GT(shared.kick_wait_ns / static_cast<double>(shared.kicked_runs), 20 * wait_alone);
+  // The tail, to the histogram's 2% buckets: alone, every wait is the kick latency; shared, the
+  // slowest waits are vCPU 1's, each the half slice the hog has left after the kick.
+  EXPECT_NEAR(alone_r.kick_wait_p99_ns, wait_alone, 0.03 * wait_alone + static_cast<double>(sim::us(10)));
+  const double half_slice = static_cast<double>(sim::us(500)) + kick_latency;
+  EXPECT_NEAR(shared_r.kick_wait_p99_ns, half_slice, 0.03 * half_slice + static_cast<double>(sim::us(10)));
 }
 
 TEST(Spinlock, MutexNeverSpins) {
