@@ -316,7 +316,8 @@ std::vector<ParamSpec> Dbench::param_specs() {
        "hot-lock acquisitions per op (note 3: several per op) [E]"},
       {"hot_locks", ParamSpec::Kind::kInt, 2, 1, 1024, {}, "hot global locks (note 3: a few) [E]"},
       {"kb_per_op", ParamSpec::Kind::kDouble, 4.7, 0.001, 1e6, {},
-       "KB moved per op: calibrated to 15035.3 MB/s over 32 clients at 1x (note 6, commit 545ac13892ab)"},
+       "KB moved per op, the unit calibration of MB/s: a study sets it from its measured 1x cell "
+       "(configs/reproduce/pv-spinlocks.yaml: 21.70); the default is a placeholder"},
   };
   for (auto& p : lock_param_specs()) s.push_back(std::move(p));
   return s;
