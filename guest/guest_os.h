@@ -92,8 +92,8 @@
 #include <vector>
 
 #include "guest/guest_trace.h"
-#include "guest/latency_histogram.h"
 #include "guest/ipi.h"
+#include "guest/latency_histogram.h"
 #include "guest/mutex.h"
 #include "guest/spinlock.h"
 #include "guest/workload.h"
