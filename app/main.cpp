@@ -257,6 +257,11 @@ int main(int argc, char** argv) {
   repro->add_option("--jobs", repro_jobs, "parallel runs (default: every core)");
   repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)");
   repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
+  std::vector<std::vector<std::string>> repro_row_sets;
+  repro->add_option("--row-set", repro_row_sets,
+                    "ROW PATH=VALUE: override a field for that published row's runs only, e.g. "
+                    "--row-set 'ebizzy 2x' vms.guest.workload.lock_page_cost=200ns (repeatable)")
+      ->expected(2);
   repro->add_option("--row", repro_rows,
                     "run and compare only this published row (repeatable; a baseline row is kept), e.g. --row '2x'");
   std::string repro_plot;
@@ -341,7 +346,14 @@ int main(int argc, char** argv) {
         }
         return 0;
       }
-      app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets));
+      std::vector<app::RowOverride> row_sets;
+      for (const auto& rs : repro_row_sets) {
+        if (rs.size() != 2)
+          throw app::ConfigError("<command line>", 0, 0, "--row-set", "takes two values, ROW and PATH=VALUE");
+        const auto kv = parse_sets({rs[1]});
+        row_sets.push_back({rs[0], kv[0].first, kv[0].second});
+      }
+      app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets), row_sets);
       app::select_rows(r, repro_rows);
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");  // before the runs, not after
       std::string dir = repro_from;

@@ -31,7 +31,8 @@ std::vector<std::string> list_reproductions() {
 }
 
 Reproduction load_reproduction(const std::string& name_or_path,
-                               const std::vector<std::pair<std::string, std::string>>& overrides) {
+                               const std::vector<std::pair<std::string, std::string>>& overrides,
+                               const std::vector<RowOverride>& row_overrides) {
   std::string path = name_or_path;
   if (!std::filesystem::exists(path)) {
     path = find_config("reproduce/" + name_or_path + ".yaml");
@@ -86,6 +87,35 @@ Reproduction load_reproduction(const std::string& name_or_path,
   }
   YAML::Node scen = shallow_copy(root.at("scenario").node());
   for (const auto& [k, v] : overrides) apply_override(scen, k, YAML::Load(v), root.at("scenario"));
+  if (!row_overrides.empty()) {
+    // The rows' entries are copied before they change: `scen` shares them with the loaded file.
+    const YAML::Node sweep = scen["sweep"];
+    const YAML::Node field = sweep && sweep.IsMap() ? sweep[r.rows] : YAML::Node();
+    if (!field || !field.IsMap())
+      throw ConfigError("<command line>", 0, 0, "--row-set",
+                        "the rows of " + r.name + " ('" + r.rows + "') are values, not entries that can take a key; use --set");
+    YAML::Node rows_copy = shallow_copy(field);
+    for (const RowOverride& o : row_overrides) {
+      const YAML::Node& lookup = rows_copy;  // a const lookup adds no entry for a missing row
+      if (!lookup[o.row]) {
+        std::string all;
+        for (const auto& e : rows_copy) all += (all.empty() ? "" : ", ") + e.first.as<std::string>();
+        throw ConfigError("<command line>", 0, 0, "--row-set", "'" + o.row + "' is not a row of " + r.name + " (rows: " + all + ")");
+      }
+      YAML::Node entry = lookup[o.row].IsMap() ? shallow_copy(lookup[o.row]) : YAML::Node(YAML::NodeType::Map);
+      YAML::Node val;
+      try {
+        val = YAML::Load(o.value);
+      } catch (const YAML::Exception& e) {
+        throw ConfigError("<command line>", 0, 0, "--row-set " + o.path, "not YAML: " + e.msg);
+      }
+      entry[o.path] = val;
+      rows_copy[o.row] = entry;
+    }
+    YAML::Node sweep_copy = shallow_copy(sweep);
+    sweep_copy[r.rows] = rows_copy;
+    scen["sweep"] = sweep_copy;
+  }
   r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
   if (std::find(r.plan.axes.begin(), r.plan.axes.end(), r.rows) == r.plan.axes.end())
     root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");

@@ -57,9 +57,18 @@ struct Reproduction {
 
 /// Names of configs/reproduce/*.yaml.
 std::vector<std::string> list_reproductions();
-/// Loads configs/reproduce/NAME.yaml (or a path). `overrides` (path=value) apply to the scenario.
+/// One `--row-set ROW PATH=VALUE`: an override for one published row's runs only.
+struct RowOverride {
+  std::string row, path, value;
+};
+
+/// Loads configs/reproduce/NAME.yaml (or a path). `overrides` (path=value) apply to the scenario;
+/// each of `row_overrides` is added to its row's entry under `sweep: ROWS:` (a key beside the
+/// row's own, so only that row's runs see it, as if the file said so). A row that is no entry of
+/// that sweep field, or a field whose rows are bare values, is a ConfigError naming `--row-set`.
 Reproduction load_reproduction(const std::string& name_or_path,
-                               const std::vector<std::pair<std::string, std::string>>& overrides);
+                               const std::vector<std::pair<std::string, std::string>>& overrides,
+                               const std::vector<RowOverride>& row_overrides = {});
 
 /// Narrows `r` to the published rows in `rows` and its baseline row, if it has one (the %
 /// changes need it): the other published cells are dropped. A name that is no published row is

@@ -3,6 +3,7 @@
 // kind of bad input ends with exit status 2 and a message `file:line:col: field: what` — never
 // an abort, an uncaught exception or a hang. Runs the real binary ($VCPUSIM, set by meson).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli_support.h"
 
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -344,6 +346,33 @@ TEST(CliReproduce, RowRunsOnlyThatRowAndItsBaselineAndALaterFullRunResumes) {
   EXPECT_NE(bad.output.find("--row: 'nope' is not a published row of smt-corun-sysbench (rows: Alone, nosmt, no-tag)"),
             std::string::npos)
       << bad.output;
+}
+
+TEST(CliReproduce, RowSetChangesOnlyThatRowsRuns) {
+  // Pinning `mem` onto `cpu`'s thread in the no-tag row only makes that row the nosmt row's
+  // twin (same placement, same seed) and leaves Alone as it was.
+  const std::string d = fresh_dir("rep-rowset"), json = (scratch() / "rowset.json").string();
+  const std::string base = "reproduce smt-corun-sysbench --set duration=2s --set repetitions=1 --out " + d;
+  const Outcome o = run(base + " --row-set no-tag 'baremetal.mem.affinity.hard=cpus:[0]' --json " + json);
+  ASSERT_EQ(o.status, 0) << o.output;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::map<std::string, double> model;
+  for (const auto& c : j.at("cells")) model[c.at("row").get<std::string>()] = c.at("model").get<double>();
+  ASSERT_EQ(model.size(), 3u) << j.dump();
+  EXPECT_EQ(model.at("no-tag"), model.at("nosmt"));
+  EXPECT_NEAR(model.at("Alone"), 1306.9, 0.01 * 1306.9);  // the calibrated cell, untouched
+  EXPECT_LT(model.at("no-tag"), 0.6 * model.at("Alone"));
+  // A row that is not one, a missing PATH=VALUE, and rows that are bare values are refused.
+  const Outcome bad = run(base + " --row-set nope a=1");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--row-set: 'nope' is not a row of smt-corun-sysbench (rows: Alone, nosmt, no-tag)"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_EQ(run(base + " --row-set no-tag").status, 2);
+  const Outcome values = run("reproduce credit2-affinity --out " + fresh_dir("rep-rowset-2") + " --row-set 2 a=1");
+  EXPECT_EQ(values.status, 2);
+  EXPECT_NE(values.output.find("are values, not entries"), std::string::npos) << values.output;
 }
 
 TEST(CliReproduce, DefaultDirectoryIsPerBuildAndScenarioSoOtherSetsStartAfresh) {
