@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   sweep->add_option("SCENARIO", sweep_file, "scenario YAML with sweep: and/or columns:")->required();
   sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required();
-  sweep->add_option("--jobs", jobs, "parallel runs (default: every core); records are identical for any value");
+  sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value");
   sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)")
       ->check(whole_number("a record count"));  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
   repro->add_flag("--list", repro_list, "list the reproductions");
   repro->add_option("--from", repro_from, "read finished records from DIR instead of running");
   repro->add_option("--out", repro_out, "where to run the sweep (default: vcpusim-reproduce/NAME); resumes");
-  repro->add_option("--jobs", repro_jobs, "parallel runs (default: every core)");
+  repro->add_option("--jobs", repro_jobs, "parallel runs (default 0: every core)");
   repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)");
   repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
   std::vector<std::vector<std::string>> repro_row_sets;
