@@ -13,8 +13,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
+#include "guest/fifo_ring.h"
 #include "sim/sim_time.h"
 
 namespace vcpusim::guest {
@@ -36,21 +35,8 @@ class Channel {
   std::size_t waiting() const { return waiters_.size(); }
 
  private:
-  // Ring buffers that only grow (no allocation once a queue has reached its high-water mark).
-  template <typename T>
-  class Ring {
-   public:
-    bool empty() const { return size_ == 0; }
-    std::size_t size() const { return size_; }
-    void push(const T& x);
-    T pop();
-
-   private:
-    std::vector<T> buf_;
-    std::size_t head_ = 0, size_ = 0;
-  };
-  Ring<Message> messages_;
-  Ring<std::uint32_t> waiters_;
+  FifoRing<Message> messages_;
+  FifoRing<std::uint32_t> waiters_;
 };
 
 }  // namespace vcpusim::guest

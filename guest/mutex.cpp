@@ -10,7 +10,7 @@ bool Mutex::lock(std::uint32_t t) {
     owner_ = t;
     return true;
   }
-  waiters_.push_back(t);
+  waiters_.push(t);
   return false;
 }
 
@@ -24,8 +24,7 @@ std::uint32_t Mutex::unlock() {
   if (owner_ == kNone) throw std::logic_error("mutex unlocked while free");
   owner_ = kNone;
   if (waiters_.empty()) return kNone;
-  const std::uint32_t w = waiters_.front();
-  waiters_.pop_front();
+  const std::uint32_t w = waiters_.pop();
   if (!barging_) owner_ = w;
   return w;
 }

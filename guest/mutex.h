@@ -15,7 +15,8 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+
+#include "guest/fifo_ring.h"
 
 namespace vcpusim::guest {
 
@@ -29,7 +30,7 @@ class Mutex {
   /// Takes the mutex if it is free (barging: sleepers or not), without queueing t otherwise.
   bool try_lock(std::uint32_t t);
   /// Queues t as a sleeper (after its spinning failed: an adaptive waiter).
-  void wait(std::uint32_t t) { waiters_.push_back(t); }
+  void wait(std::uint32_t t) { waiters_.push(t); }
   /// The owner unlocks; returns the first waiter (to be woken), or kNone. FIFO: that waiter is
   /// now the owner; barging: the lock is free and the waiter must call lock() again.
   std::uint32_t unlock();
@@ -38,7 +39,7 @@ class Mutex {
   bool has_waiters() const { return !waiters_.empty(); }
 
  private:
-  std::deque<std::uint32_t> waiters_;
+  FifoRing<std::uint32_t> waiters_;
   std::uint32_t owner_ = kNone;
   bool barging_ = false;
 };

@@ -37,7 +37,7 @@ bool TicketSpinlock::arrive(std::uint32_t t) {
     owner_ = t;
     return true;
   }
-  waiters_.push_back(Waiter{ticket, t});
+  waiters_.push(Waiter{ticket, t});
   return false;
 }
 
@@ -52,7 +52,7 @@ std::uint32_t TicketSpinlock::release() {
   const Waiter w = waiters_.front();
   // FIFO by ticket is the whole point of the lock: the next waiter holds the new head.
   if (w.ticket != head_) throw std::logic_error("ticket spinlock served out of ticket order");
-  waiters_.pop_front();
+  waiters_.pop();
   owner_ = w.thread;
   return owner_;
 }

@@ -21,9 +21,9 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
 
+#include "guest/fifo_ring.h"
 #include "sim/sim_time.h"
 
 namespace vcpusim::guest {
@@ -129,7 +129,7 @@ class TicketSpinlock {
     std::uint64_t ticket;
     std::uint32_t thread;
   };
-  std::deque<Waiter> waiters_;
+  FifoRing<Waiter> waiters_;
   std::uint64_t head_ = 0, tail_ = 0;
   std::uint32_t owner_ = kNone;
 };
