@@ -101,8 +101,10 @@ void Host::ple_exit(VcpuId id) {
     std::uint32_t& last = ple_.last_boosted(v.domain);
     const std::uint32_t start = last + 1;
     int yielded = 0;
-    for (std::uint32_t i = 0; n > 1 && i < n; ++i) {
-      const std::uint32_t idx = (start + i) % n;
+    // idx runs start, start+1, ... n-1, 0, ... start-1 (the kernel's two passes), wrapped by a
+    // compare rather than `% n`: the scan runs on every exit and a division per vCPU dominated it.
+    std::uint32_t idx = start >= n ? start - n : start;
+    for (std::uint32_t i = 0; n > 1 && i < n; ++i, idx = idx + 1 == n ? 0 : idx + 1) {
       if (idx == v.index) continue;  // vcpu == me
       const VcpuId t = d.vcpus[idx];
       const Vcpu& c = vcpus_[t];
