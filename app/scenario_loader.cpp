@@ -51,12 +51,12 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
       }
     }
     if (x < p.lo || x > p.hi) {
+      // The value as written: printing x would show 4294967297 as 4.29497e+09, and
+      // 1.0000000000000002 as 1, "out of range [0, 1]".
       std::ostringstream os;
       const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
-      if (dur) os << static_cast<long long>(x) << "ns";
-      else os << x;
-      os
-         << " is out of range [" << p.lo << (dur ? "ns" : "") << ", " << p.hi << (dur ? "ns" : "") << "]";
+      os << v.node().Scalar() << " is out of range [" << p.lo << (dur ? "ns" : "") << ", " << p.hi
+         << (dur ? "ns" : "") << "]";
       v.fail(os.str());
     }
     out.set(p.name, x);
@@ -238,8 +238,10 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
   if (bare_metal) {
     g.vcpus = g.workload.threads;
   } else {
-    g.vcpus = static_cast<std::uint32_t>(r.at("vcpus").as_int());
-    if (g.vcpus < 1 || g.vcpus > 4096) r.at("vcpus").fail(std::to_string(g.vcpus) + " is out of range [1, 4096]");
+    // Checked before the narrowing: 4294967297 once became a 1-vCPU VM.
+    const std::int64_t vcpus = r.at("vcpus").as_int();
+    if (vcpus < 1 || vcpus > 4096) r.at("vcpus").fail(std::to_string(vcpus) + " is out of range [1, 4096]");
+    g.vcpus = static_cast<std::uint32_t>(vcpus);
     g.weight = static_cast<std::uint32_t>(r.get_int("weight", 256, 1, 65535));
     g.cap_pct = static_cast<std::uint32_t>(r.get_int("cap", 0, 0, 100 * 4096));
   }
@@ -494,6 +496,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   ScenarioSpec s;
   s.file = root.file();
   s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());
+  if (s.name.empty()) root.at("name").fail("a scenario's name is not empty (it names the records and reports)");
   s.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
   s.duration = root.get_duration("duration", sim::seconds(10), sim::us(1), kMaxDuration);
   s.warmup = root.get_duration("warmup", 0, 0, kMaxDuration);

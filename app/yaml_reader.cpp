@@ -79,7 +79,9 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   else if (unit == "GB") scale = 1e9;
   else if (unit == "TB") scale = 1e12;
   else return std::nullopt;
-  return static_cast<std::uint64_t>(std::llround(*v * scale));
+  const double bytes = *v * scale;
+  if (bytes > 9.2e18) return std::nullopt;  // llround's range; no machine has 8 EiB
+  return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
 YamlReader YamlReader::load_file(const std::string& path) {
@@ -90,13 +92,83 @@ YamlReader YamlReader::load_file(const std::string& path) {
   return load_string(ss.str(), path);
 }
 
+namespace {
+
+// The offset of the first byte that does not continue valid UTF-8 in s, or npos. Overlong forms,
+// surrogates and code points above U+10FFFF are invalid too (RFC 3629).
+std::size_t invalid_utf8_at(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n;
+    std::uint32_t cp;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xC2 && c <= 0xDF) { n = 1; cp = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) { n = 2; cp = c & 0x0F; }
+    else if (c >= 0xF0 && c <= 0xF4) { n = 3; cp = c & 0x07; }
+    else return i;
+    if (i + n >= s.size()) return i;  // truncated sequence
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+// What yaml-cpp lets through and a loader must not see: a key given twice in one mapping (YAML
+// forbids it; yaml-cpp keeps both and every lookup here finds the first, so the second was
+// silently ignored), and text that is not UTF-8 (the JSON records and reports would throw on
+// it half-way through a run). yaml-cpp has already converted UTF-16 and UTF-32 input to UTF-8.
+void check_node(const YAML::Node& n, const std::string& file, const std::string& path) {
+  auto child = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  auto check_text = [&](const YAML::Node& at, const std::string& text, const std::string& field) {
+    const std::size_t bad = invalid_utf8_at(text);
+    if (bad == std::string_view::npos) return;
+    std::ostringstream os;
+    os << "not UTF-8 text (byte 0x" << std::hex << static_cast<unsigned>(static_cast<unsigned char>(text[bad]))
+       << " at character " << std::dec << bad + 1 << " of this value); files are read as UTF-8";
+    throw ConfigError(file, line_of(at), col_of(at), field, os.str());
+  };
+  if (n.IsMap()) {
+    std::vector<std::pair<std::string, YAML::Mark>> seen;
+    for (const auto& kv : n) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+      check_text(kv.first, key, child(key.empty() ? "?" : key));
+      for (const auto& [k, mark] : seen)
+        if (k == key && kv.first.IsScalar())
+          throw ConfigError(file, line_of(kv.first), col_of(kv.first), child(key),
+                            "duplicate key (first given on line " + std::to_string(mark.line + 1) +
+                                "): a mapping holds each key once");
+      seen.emplace_back(key, kv.first.Mark());
+      check_node(kv.second, file, child(key));
+    }
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i) check_node(n[i], file, path + "[" + std::to_string(i) + "]");
+  } else if (n.IsScalar()) {
+    check_text(n, n.Scalar(), path);
+  }
+}
+
+}  // namespace
+
 YamlReader YamlReader::load_string(const std::string& text, const std::string& name) {
+  std::vector<YAML::Node> docs;
   try {
-    YAML::Node n = YAML::Load(text);
-    return YamlReader(n, name, "");
+    docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw ConfigError(name, e.mark.line + 1, e.mark.column + 1, "", "YAML syntax error: " + e.msg);
   }
+  if (docs.size() > 1)
+    throw ConfigError(name, line_of(docs[1]), col_of(docs[1]), "",
+                      "a second YAML document (after '---'): a file holds one document, and the rest would be ignored");
+  YAML::Node n = docs.empty() ? YAML::Node() : docs[0];
+  check_node(n, name, "");
+  return YamlReader(n, name, "");
 }
 
 std::string YamlReader::child_path(std::string_view key) const {
@@ -192,7 +264,7 @@ sim::Duration YamlReader::as_duration() const {
 std::uint64_t YamlReader::as_bytes() const {
   if (!node_.IsScalar()) fail("expected a size such as 1GiB");
   auto v = parse_bytes(node_.Scalar());
-  if (!v) fail("expected a size such as 512MiB or 1GiB, got '" + node_.Scalar() + "'");
+  if (!v) fail("expected a size such as 512MiB or 1GiB (below 8 EiB), got '" + node_.Scalar() + "'");
   return *v;
 }
 
@@ -216,7 +288,7 @@ double YamlReader::get_double(std::string_view key, double def, double lo, doubl
   double v = r.as_double();
   if (v < lo || v > hi) {
     std::ostringstream os;
-    os << v << " is out of range [" << lo << ", " << hi << "]";
+    os << r.node().Scalar() << " is out of range [" << lo << ", " << hi << "]";  // as written
     r.fail(os.str());
   }
   return v;

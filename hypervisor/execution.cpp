@@ -69,6 +69,12 @@ void Host::retime(Vcpu& v) {
   v.rate = rate;
   const sim::Time start = std::max(now_, v.stall_until);
   const double dt = std::ceil(v.work.remaining / v.rate);
+  // A completion beyond the end of time (a rate near 0) is no event at all: casting it would
+  // overflow into the past, and the loop would spin on it.
+  if (!(dt < static_cast<double>(sim::kNever - start))) {
+    v.done_at = sim::kNever;
+    return;
+  }
   v.done_at = start + static_cast<sim::Duration>(dt);
   queue_.push(v.done_at, sim::Phase::kGuest, kWorkDone, v.id, v.work_gen);
 }

@@ -20,6 +20,9 @@ namespace {
 // back to __node_distance()).
 constexpr double kLocalDistance = 10.0;
 constexpr double kRemoteDistance = 20.0;
+// The largest SLIT entry: ACPI stores each distance in one byte and reserves 0xFF for an
+// unreachable node (ACPI 6.x, 5.2.17 "System Locality Distance Information Table").
+constexpr double kMaxDistance = 254.0;
 // Xen and Linux both cap SMT at far fewer; 8 covers POWER8 SMT8, the widest in practice.
 constexpr std::uint32_t kMaxThreadsPerCore = 8;
 
@@ -69,6 +72,14 @@ void check_matrix(const std::vector<double>& m, std::uint32_t nodes, const char*
       throw TopologyError(field, "a node's distance to itself must be 10, got " + str(v), idx);
     if (slit && !diag && v <= kLocalDistance)
       throw TopologyError(field, "a distance between two nodes must be more than 10, got " + str(v), idx);
+    if (slit && v > kMaxDistance)
+      throw TopologyError(field, "a SLIT entry is one byte, at most 254 (255 means unreachable), got " + str(v), idx);
+    // The ratio to the row's own (local) latency: no more than a SLIT can say, 254 / 10.
+    const double local = m[(i / nodes) * nodes + i / nodes];
+    if (!slit && std::isfinite(local) && local > 0 && v / local > kMaxDistance / kLocalDistance)
+      throw TopologyError(field, str(v) + " is " + str(v / local) + " times its node's local latency; at most " +
+                                     str(kMaxDistance / kLocalDistance) + " (the largest ratio a SLIT expresses)",
+                          idx);
   }
 }
 

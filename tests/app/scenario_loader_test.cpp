@@ -230,3 +230,52 @@ TEST(ScenarioLoader, HostPleBadValuesNameTheField) {
 }
 
 }  // namespace vcpusim::app
+
+namespace vcpusim::app {
+namespace {
+
+const std::string kOneVm = "topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n";
+
+// yaml-cpp keeps both copies of a repeated key and every lookup finds the first, so
+// `duration: 5s` after `duration: 200ms` was silently ignored.
+TEST(ScenarioLoader, DuplicateKeyIsAnErrorAtTheSecondOne) {
+  EXPECT_EQ(test::error_of("duration: 200ms\nduration: 5s\n" + kOneVm),
+            "t.yaml:2:1: duration: duplicate key (first given on line 1): a mapping holds each key once");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu, threads: 2, threads: 0}}\n"),
+            "t.yaml:3:68: vms[0].workload.threads: duplicate key (first given on line 3): a mapping holds each key once");
+}
+
+TEST(ScenarioLoader, SecondYamlDocumentIsAnError) {
+  EXPECT_EQ(test::error_of(kOneVm + "---\nduration: 5s\n"),
+            "t.yaml:5:1: a second YAML document (after '---'): a file holds one document, and the rest would be ignored");
+  EXPECT_EQ(test::error_of("---\n" + kOneVm), "no error");  // a leading marker starts the one document
+}
+
+// Invalid UTF-8 once ran to the end and then threw from the JSON writer (exit 1, no line).
+TEST(ScenarioLoader, TextThatIsNotUtf8IsAnError) {
+  EXPECT_EQ(test::error_of("name: \"ab\xff\"\n" + kOneVm),
+            "t.yaml:1:7: name: not UTF-8 text (byte 0xff at character 3 of this value); files are read as UTF-8");
+  EXPECT_EQ(test::error_of("name: \"caf\xc3\xa9\"\n" + kOneVm), "no error");
+  EXPECT_NE(test::error_of("name: \"a\xed\xa0\x80\"\n" + kOneVm).find("byte 0xed"), std::string::npos);  // a surrogate
+  EXPECT_NE(test::error_of("name: \"a\xc0\xaf\"\n" + kOneVm).find("byte 0xc0"), std::string::npos);      // overlong '/'
+}
+
+TEST(ScenarioLoader, OutOfRangeValuesAreReportedAsWritten) {
+  // vcpus was narrowed to 32 bits before its range check: 4294967297 ran as 1 vCPU.
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 4294967297, workload: {kind: sysbench-cpu}}\n"),
+            "t.yaml:3:22: vms[0].vcpus: 4294967297 is out of range [1, 4096]");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu, threads: 4294967297}}\n"),
+            "t.yaml:3:65: vms[0].workload.threads: 4294967297 is out of range [1, 4096]");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-memory, mem_intensity: 1.0000000000000002}}\n"),
+            "t.yaml:3:74: vms[0].workload.mem_intensity: 1.0000000000000002 is out of range [0, 1]");
+}
+
+TEST(ScenarioLoader, SizesBeyondEightExbibytesAndEmptyNamesAreErrors) {
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, memory: {size: 1e30GiB}, workload: {kind: sysbench-cpu}}\n"),
+            "t.yaml:3:40: vms[0].memory.size: expected a size such as 512MiB or 1GiB (below 8 EiB), got '1e30GiB'");
+  EXPECT_EQ(test::error_of("name: \"\"\n" + kOneVm),
+            "t.yaml:1:7: name: a scenario's name is not empty (it names the records and reports)");
+}
+
+}  // namespace
+}  // namespace vcpusim::app

@@ -566,6 +566,22 @@ TEST(TopologyValidation, DistancesFollowSlitRules) {
   expect_error(s, "distances", 1);
   s.distances = {10, 21, std::nan(""), 10};
   expect_error(s, "distances", 2);
+  s.distances = {10, 255, 21, 10};  // a SLIT byte; 255 means unreachable
+  expect_error(s, "distances", 1);
+  s.distances = {10, 254, 254, 10};  // the largest entry is allowed
+  EXPECT_NO_THROW(build_topology(s));
+}
+
+// A remote latency of 1e15 ns once made a memory-bound run loop forever (its completion time
+// overflowed); the ratio to the local latency is bounded by what a SLIT can express, 254 / 10.
+TEST(TopologyValidation, LatencyRatiosStayWithinWhatASlitExpresses) {
+  TopologySpec s = x5570();
+  s.latency_ns = {65, 65 * 25.4, 106, 65};
+  EXPECT_NO_THROW(build_topology(s));
+  s.latency_ns = {65, 65 * 25.5, 106, 65};
+  expect_error(s, "latency_ns", 1);
+  s.latency_ns = {65, 106, 1e15, 65};
+  expect_error(s, "latency_ns", 2);
 }
 
 TEST(TopologyValidation, LatenciesMustBePositiveAndSquare) {
