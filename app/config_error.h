@@ -14,12 +14,14 @@ class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string file, int line, int col, std::string field, std::string what)
       : std::runtime_error(format(file, line, col, field, what)),
-        file_(std::move(file)), line_(line), col_(col), field_(std::move(field)) {}
+        file_(std::move(file)), line_(line), col_(col), field_(std::move(field)), message_(std::move(what)) {}
 
   const std::string& file() const { return file_; }
   int line() const { return line_; }
   int column() const { return col_; }
   const std::string& field() const { return field_; }
+  /// What is wrong, without the location (what() is the whole line).
+  const std::string& message() const { return message_; }
 
  private:
   static std::string format(const std::string& file, int line, int col, const std::string& field,
@@ -36,6 +38,7 @@ class ConfigError : public std::runtime_error {
   std::string file_;
   int line_, col_;
   std::string field_;
+  std::string message_;
 };
 
 }  // namespace vcpusim::app

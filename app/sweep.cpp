@@ -21,6 +21,11 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+void check_dotted_path(const std::string& path, const YamlReader& at) {
+  for (const auto& p : split_path(path))
+    if (p.empty()) at.fail("'" + path + "' is not a dotted path such as vms.db.count");
+}
+
 bool parse_index(const std::string& s, std::size_t& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && !s.empty();
@@ -91,9 +96,8 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
   // Copy-on-write along the path: every container on the way is replaced in its parent by a
   // shallow copy before it is changed, so documents of other runs that share it are untouched.
   // Cursors move with reset(): yaml-cpp's Node::operator= would re-point the node itself.
+  check_dotted_path(path, at);
   const auto parts = split_path(path);
-  for (const auto& p : parts)
-    if (p.empty()) at.fail("'" + path + "' is not a dotted path such as vms.db.count");
   YAML::Node cur;
   cur.reset(doc);
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -137,6 +141,118 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
   cur[leaf] = value;
 }
 
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+// `inner` is `outer` or a field inside it ("vms[0]" holds "vms[0].vcpus" and "vms[0]"; "" holds all).
+bool within(const std::string& inner, const std::string& outer) {
+  return outer.empty() || inner == outer || starts_with(inner, outer + ".") || starts_with(inner, outer + "[");
+}
+
+// The child of a mapping by key, or of a list by index or element `name:` (its index in
+// `index`); an invalid node if none. Only const access: yaml-cpp's non-const operator[] would
+// insert the key into the scenario every run shares.
+YAML::Node child_of(const YAML::Node& n, const std::string& key, std::size_t* index = nullptr) {
+  if (n.IsMap()) {
+    for (const auto& kv : n)
+      if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
+  } else if (n.IsSequence()) {
+    std::size_t idx = 0;
+    const bool numeric = parse_index(key, idx);
+    std::size_t j = 0;
+    for (const auto& e : n) {
+      bool match = numeric ? j == idx : false;
+      if (!numeric && e.IsMap())
+        for (const auto& kv : e)
+          if (kv.first.IsScalar() && kv.first.Scalar() == "name" && kv.second.IsScalar() && kv.second.Scalar() == key)
+            match = true;
+      if (match) {
+        if (index) *index = j;
+        return e;
+      }
+      ++j;
+    }
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+// A dotted override path as the loader names fields ("vms.a.count" -> "vms[0].count"), walking
+// `base`; past the base's end the rest is joined by dots.
+std::string field_of(const YAML::Node& base, const std::string& path) {
+  std::string out;
+  YAML::Node cur(base);
+  bool inside = true;
+  for (const std::string& part : split_path(path)) {
+    std::size_t idx = 0;
+    const YAML::Node next = inside ? child_of(cur, part, &idx) : YAML::Node(YAML::NodeType::Undefined);
+    if (inside && next.IsDefined() && cur.IsSequence()) out += "[" + std::to_string(idx) + "]";
+    else out += (out.empty() ? "" : ".") + part;
+    inside = next.IsDefined();
+    if (inside) cur.reset(next);
+  }
+  return out;
+}
+
+// The node of `base` at a loader field ("vms[0].workload"), or the deepest one on the way that
+// has a line; `complete` tells which.
+YAML::Node node_at(const YAML::Node& base, const std::string& field, bool& complete) {
+  YAML::Node cur = base, best = base;
+  complete = true;
+  std::size_t i = 0;
+  while (i < field.size()) {
+    std::string key;
+    if (field[i] == '[') {
+      const std::size_t close = field.find(']', i);
+      key = field.substr(i + 1, close - i - 1);
+      i = close == std::string::npos ? field.size() : close + 1;
+    } else {
+      if (field[i] == '.') ++i;
+      const std::size_t end = field.find_first_of(".[", i);
+      key = field.substr(i, end == std::string::npos ? std::string::npos : end - i);
+      i = end == std::string::npos ? field.size() : end;
+    }
+    YAML::Node next = child_of(cur, key);
+    if (!next.IsDefined()) {
+      complete = false;
+      return best;
+    }
+    cur.reset(next);
+    if (!cur.Mark().is_null()) best.reset(cur);
+  }
+  return cur;
+}
+
+}  // namespace
+
+ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const ConfigError& e) {
+  if (e.line() > 0 || !plan.base) return e;
+  const std::string& f = e.field();
+  const std::string run_name = "the sweep's run " + run.point_key + (run.column.empty() ? "" : ", column " + run.column);
+  const std::string in_run = " (in " + run_name + ")";
+  // About the whole scenario ("no vms"): no one override is to blame; the run's point says why.
+  if (f.empty()) return ConfigError(e.file(), 0, 0, f, e.message() + in_run);
+  auto at_override = [&](const std::pair<std::string, YamlReader>& src) {
+    const YAML::Node& n = src.second.node();
+    return ConfigError(e.file(), n.Mark().is_null() ? 0 : n.Mark().line + 1, n.Mark().is_null() ? 0 : n.Mark().column + 1,
+                       f, e.message() + " (from '" + src.first + "' here, in " + run_name + ")");
+  };
+  // 1. Inside a value an override set: that override (the last one applied wins).
+  for (auto it = run.sources.rbegin(); it != run.sources.rend(); ++it)
+    if (within(f, field_of(plan.base, it->first))) return at_override(*it);
+  // 2. A field of the base document (a container the sweep copied on its way to a change).
+  bool complete = false;
+  const YAML::Node n = node_at(plan.base, f, complete);
+  if (complete && !n.Mark().is_null())
+    return ConfigError(e.file(), n.Mark().line + 1, n.Mark().column + 1, f, e.message() + in_run);
+  // 3. A field an override created on its way (a misspelt mapping in its path).
+  for (auto it = run.sources.rbegin(); it != run.sources.rend(); ++it)
+    if (within(field_of(plan.base, it->first), f)) return at_override(*it);
+  if (n.Mark().is_null()) return e;
+  return ConfigError(e.file(), n.Mark().line + 1, n.Mark().column + 1, f, e.message() + in_run);
+}
+
 std::uint64_t point_seed(std::uint64_t master, const std::string& point_key, std::uint32_t rep) {
   return sim::derive_seed(master, "point/" + point_key + "/repetition/" + std::to_string(rep));
 }
@@ -157,6 +273,7 @@ SweepPlan expand_sweep(const YamlReader& root) {
   YAML::Node base(YAML::NodeType::Map);
   for (const auto& kv : root.node())
     if (kv.first.Scalar() != "sweep" && kv.first.Scalar() != "columns") base[kv.first] = kv.second;
+  plan.base = root.node();
 
   std::vector<Axis> axes;
   if (root.has("sweep")) {
@@ -206,6 +323,8 @@ SweepPlan expand_sweep(const YamlReader& root) {
         const YamlReader vals = v.at("values"), paths = v.at("paths");
         if (vals.size() == 0) vals.fail("an empty list of values");
         if (paths.size() == 0) paths.fail("an empty list of paths");
+        // Checked here, where each path is written: a bad one was reported at values[0].
+        for (std::size_t j = 0; j < paths.size(); ++j) check_dotted_path(paths.at(j).as_string(), paths.at(j));
         for (std::size_t i = 0; i < vals.size(); ++i) {
           ax.labels.push_back(nlohmann::json{{key, yaml_to_json(vals.node()[i])}});
           std::vector<std::pair<std::string, YAML::Node>> ov;
@@ -359,13 +478,22 @@ SweepPlan expand_sweep(const YamlReader& root) {
       for (std::size_t a = 0; a < axes.size(); ++a) {
         const Axis& ax = axes[a];
         for (const auto& [f, v] : ax.labels[pick[a]].items()) run.point[f] = v;
-        for (const auto& [path, val] : ax.overrides[pick[a]]) apply_override(run.document, path, val, ax.where[pick[a]]);
+        for (const auto& [path, val] : ax.overrides[pick[a]]) {
+          apply_override(run.document, path, val, ax.where[pick[a]]);
+          run.sources.emplace_back(path, ax.where[pick[a]]);
+        }
       }
-      for (const auto& [path, val] : col.overrides) apply_override(run.document, path, val, col.where);
+      for (const auto& [path, val] : col.overrides) {
+        apply_override(run.document, path, val, col.where);
+        run.sources.emplace_back(path, col.where);
+      }
       for (std::size_t a = 0; a < axes.size(); ++a)
         for (const auto& [c, list] : axes[a].column_overrides[pick[a]])
           if (c == col.label)
-            for (const auto& [path, val] : list) apply_override(run.document, path, val, axes[a].where[pick[a]]);
+            for (const auto& [path, val] : list) {
+              apply_override(run.document, path, val, axes[a].where[pick[a]]);
+              run.sources.emplace_back(path, axes[a].where[pick[a]]);
+            }
       run.point_key = run.point.dump();
       run.column_index = static_cast<std::uint32_t>(&col - columns.data());
       run.point_index = kept++;

@@ -36,6 +36,9 @@ struct SweepRun {
   std::uint32_t column_index = 0;  ///< position of its column in the sweep (for ordering tables)
   std::uint32_t point_index = 0;   ///< position of its point in the cross product
   YAML::Node document;     ///< the scenario with every override applied (no sweep/columns)
+  /// Each override's dotted path and where it was written, in the order applied: a node the
+  /// sweep built has no line of its own, so errors found in it are reported here.
+  std::vector<std::pair<std::string, YamlReader>> sources;
 };
 
 struct SweepPlan {
@@ -47,11 +50,18 @@ struct SweepPlan {
   std::vector<std::string> axes;    ///< swept fields / axis names, in order
   std::vector<SweepRun> runs;       ///< columns x points, column-major
   std::string scenario_hash;        ///< hash of the whole scenario document (records carry it)
+  YAML::Node base;                  ///< the scenario less sweep and columns, with its lines
 };
 
 /// Expands a scenario document (with optional sweep and columns). Bad paths, unequal zip
 /// lengths and the like are ConfigErrors naming the field.
 SweepPlan expand_sweep(const YamlReader& root);
+
+/// A ConfigError raised while loading `run`'s document, placed where the user wrote the cause
+/// when it names a node the sweep built (line 0): an overridden value's own line, else the base
+/// document's node at that field, else the override that created the field; the message then
+/// names the run. Other errors are returned unchanged.
+ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const ConfigError& e);
 
 /// The seed of repetition `rep` at a point: derived from the master seed and the point's
 /// identity (and nothing else).

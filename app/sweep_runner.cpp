@@ -80,7 +80,13 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
 std::vector<ScenarioSpec> load_sweep_specs(const SweepPlan& plan) {
   std::vector<ScenarioSpec> specs;
   specs.reserve(plan.runs.size());
-  for (const SweepRun& run : plan.runs) specs.push_back(load_scenario(YamlReader(run.document, plan.file, "")));
+  for (const SweepRun& run : plan.runs) {
+    try {
+      specs.push_back(load_scenario(YamlReader(run.document, plan.file, "")));
+    } catch (const ConfigError& e) {
+      throw locate_in_sweep(plan, run, e);
+    }
+  }
   return specs;
 }
 

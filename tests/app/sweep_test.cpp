@@ -7,6 +7,7 @@
 
 #include "app/scenario.h"
 #include "app/sweep.h"
+#include "app/sweep_runner.h"
 
 namespace vcpusim::app {
 namespace {
@@ -186,4 +187,48 @@ TEST(Sweep, OnlyAndColumnsNamingWhatDoesNotExistAreErrors) {
             std::string::npos);
 }
 
+}  // namespace vcpusim::app
+
+namespace vcpusim::app {
+namespace {
+
+// Loads every run as `vcpusim sweep` does before any work starts.
+std::string sweep_error_of(const std::string& text) {
+  try {
+    load_sweep_specs(expand_sweep(YamlReader::load_string(text, "s.yaml")));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const char* kOneVm = "name: s\ntopology: desktop-4c8t\nvms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu, threads: 2}}\n";
+
+// A misspelt mapping on an override's way (hsot.smt) is created by the sweep, so it had no line.
+TEST(Sweep, MisspeltMappingInAnOverridePathIsReportedAtTheOverride) {
+  EXPECT_EQ(sweep_error_of(std::string(kOneVm) + "columns:\n  on: {host.smt: on}\n  off: {hsot.smt: off}\n"),
+            "s.yaml:7:8: hsot: unknown key (allowed here: name, seed, duration, warmup, repetitions, topology, host, "
+            "guest, vms, baremetal, sweep, columns) (from 'hsot.smt' here, in the sweep's run {}, column off)");
+}
+
+// The sweep copies every container on an override's way; an error in one (here the base's own
+// misspelt `Kind`) is reported at the base's line, as `vcpusim run` reports it.
+TEST(Sweep, ErrorInAContainerTheSweepCopiedKeepsTheBaseLine) {
+  EXPECT_EQ(sweep_error_of("name: s\ntopology: desktop-4c8t\nvms:\n  - name: a\n    vcpus: 2\n"
+                           "    workload: {Kind: sysbench-cpu, threads: 2}\nsweep:\n  vms.a.workload.threads: [1, 2]\n"),
+            "s.yaml:6:15: vms[0].workload: missing required key 'kind' (in the sweep's run {\"vms.a.workload.threads\":1})");
+}
+
+TEST(Sweep, PathsOfAMultiPathFieldAreCheckedWhereWritten) {
+  EXPECT_EQ(sweep_error_of(std::string(kOneVm) + "sweep:\n  t:\n    values: [1, 2]\n    paths: [vms.a.workload.threads, \"a..b\"]\n"),
+            "s.yaml:8:37: sweep.t.paths[1]: 'a..b' is not a dotted path such as vms.db.count");
+}
+
+TEST(Sweep, RunLeftWithoutVmsNamesItsPoint) {
+  EXPECT_EQ(sweep_error_of(std::string(kOneVm) + "sweep:\n  vms.a.count: [1, 0]\n"),
+            "s.yaml: the scenario has no vms and no baremetal tasks (or every count is 0) "
+            "(in the sweep's run {\"vms.a.count\":0})");
+}
+
+}  // namespace
 }  // namespace vcpusim::app
