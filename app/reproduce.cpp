@@ -75,7 +75,12 @@ Reproduction load_reproduction(const std::string& name_or_path,
     PublishedCell p;
     p.row = c.at("row").as_string();
     p.column = c.has("column") && !c.at("column").is_null() ? c.at("column").as_string() : "";
-    p.value = c.at("value").as_double();
+    const YamlReader value = c.at("value");
+    p.value = value.as_double();
+    // The model is set beside it as a % difference, which a 0 cannot divide (it was shown as a
+    // perfect match); and the throughputs and times that publications print are positive.
+    if (p.value <= 0)
+      value.fail(fmt::format("expected a positive figure (the model's difference is a percentage of it), got {:g}", p.value));
     p.stddev = c.get_double("stddev", -1, 0, 1e300);
     p.note = c.get_string("note", "");
     r.published.push_back(p);

@@ -19,6 +19,60 @@ nlohmann::json rec(const std::string& row, double v, int rep) {
           {"metrics", {{"m", v}}}};
 }
 
+// A reproduction that loads: bare-metal sysbench cpu beside sysbench memory on one SMT core, two
+// rows and two columns. Each error test below changes one thing in it, so its line numbers are
+// those of this text (line 1 is `source:`).
+const char* kRepro = R"(source: "a test"
+metric: bm.cpu.throughput
+rows: case
+baseline: {row: Alone}
+scenario:
+  name: t
+  duration: 200ms
+  topology: one-core-ht
+  host: {smt: on, scheduler: {policy: rr}}
+  baremetal:
+    - {name: cpu, affinity: {hard: 'cpus:[0]'}, workload: {kind: sysbench-cpu, threads: 1}}
+    - {name: mem, affinity: {hard: 'cpus:[1]'}, workload: {kind: sysbench-memory, threads: 1}}
+  sweep:
+    case:
+      Alone: {baremetal.mem.count: 0}
+      no-tag: {}
+  columns:
+    HT: {}
+    noHT: {host.smt: off}
+published:
+  - {row: Alone, column: HT, value: 1306.90, stddev: 0.94}
+  - {row: no-tag, column: HT, value: 852.50, stddev: 4.11}
+  - {row: Alone, column: noHT, value: 1306.90}
+  - {row: no-tag, column: noHT, value: 649.95}
+explain: [bm.cpu.steal_pct]
+)";
+
+/// Where the test reproduction `name` is written (the file its errors name).
+std::string repro_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("vcpusim-reproduce-test-" + name + ".yaml")).string();
+}
+
+/// The ConfigError text of kRepro with `from` replaced by `to`, written as repro_path(name);
+/// "no error" if it loads.
+std::string load_error(const std::string& name, const std::string& from, const std::string& to) {
+  std::string yaml = kRepro;
+  const auto at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  const std::string path = repro_path(name);
+  std::ofstream(path) << yaml;
+  std::string error = "no error";
+  try {
+    load_reproduction(path, {});
+  } catch (const ConfigError& e) {
+    error = e.what();
+  }
+  std::filesystem::remove(path);
+  return error;
+}
+
 }  // namespace
 
 // Published: base 100, up 150, down 80. Model: base {100, 100} -> 100; up {140, 140} -> 140;
@@ -145,6 +199,30 @@ TEST(Reproduce, UnknownMeanIsAConfigErrorAtItsLine) {
     EXPECT_NE(std::string(e.what()).find("geometric"), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
+}
+
+TEST(Reproduce, TheTestReproductionLoads) {
+  EXPECT_EQ(load_error("good", "", ""), "no error");
+}
+
+// The model is set beside a published figure as a % difference from it: a 0 was reported as a
+// perfect match ("+0.00%, within yes"), and the throughputs and times published are positive.
+TEST(Reproduce, PublishedValueThatIsNotPositiveIsAnError) {
+  EXPECT_EQ(load_error("zero", "value: 852.50", "value: 0"),
+            repro_path("zero") + ":22:38: published[1].value: expected a positive figure "
+                                 "(the model's difference is a percentage of it), got 0");
+  EXPECT_EQ(load_error("neg", "value: 852.50", "value: -1"),
+            repro_path("neg") + ":22:38: published[1].value: expected a positive figure "
+                                "(the model's difference is a percentage of it), got -1");
+  EXPECT_EQ(load_error("inf", "value: 852.50", "value: .inf"),
+            repro_path("inf") + ":22:38: published[1].value: expected a number, got '.inf'");
+}
+
+TEST(Reproduce, PublishedStddevThatIsNegativeOrNotFiniteIsAnError) {
+  EXPECT_EQ(load_error("sd-neg", "stddev: 4.11", "stddev: -4.11"),
+            repro_path("sd-neg") + ":22:54: published[1].stddev: -4.11 is out of range [0, 1e+300]");
+  EXPECT_EQ(load_error("sd-nan", "stddev: 4.11", "stddev: .nan"),
+            repro_path("sd-nan") + ":22:54: published[1].stddev: expected a number, got '.nan'");
 }
 
 TEST(Reproduce, ShippedReproductionsLoad) {
