@@ -30,6 +30,72 @@ std::vector<std::string> list_reproductions() {
   return names;
 }
 
+namespace {
+
+std::string cell_op(const nlohmann::json& point, const std::string& field) {
+  const auto& v = point.at(field);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string s;
+  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+/// The rows of `r`'s table: the values (labels, for a labelled axis) its `rows:` field takes in
+/// the sweep, in sweep order, as a published cell's `row:` names them.
+std::vector<std::string> sweep_rows(const Reproduction& r) {
+  std::vector<std::string> rows;
+  for (const SweepRun& run : r.plan.runs) {
+    if (!run.point.contains(r.rows)) continue;
+    const std::string row = cell_op(run.point, r.rows);
+    if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+  }
+  return rows;
+}
+
+/// `column`, named at `at`, must be one of the scenario's `columns:`.
+void check_column(const YamlReader& at, const std::string& column, const SweepPlan& plan) {
+  if (std::find(plan.columns.begin(), plan.columns.end(), column) != plan.columns.end()) return;
+  if (plan.columns == std::vector<std::string>{""})
+    at.fail("'" + column + "' is not a column of the scenario (it has no columns:)");
+  at.fail("'" + column + "' is not a column of the scenario (columns: " + join(plan.columns) + ")");
+}
+
+/// Every published cell names a row the sweep makes and a column the scenario has: a cell that
+/// does not is never run, and was shown as "no data" with status 0.
+void check_published(const Reproduction& r, const YamlReader& pub) {
+  const std::vector<std::string> rows = sweep_rows(r);
+  for (std::size_t i = 0; i < r.published.size(); ++i) {
+    const PublishedCell& p = r.published[i];
+    const YamlReader c = pub.at(i);
+    if (std::find(rows.begin(), rows.end(), p.row) == rows.end())
+      c.at("row").fail("'" + p.row + "' is not a row of the sweep field '" + r.rows + "' (rows: " + join(rows) + ")");
+    if (!p.column.empty()) check_column(c.at("column"), p.column, r.plan);
+    else if (r.plan.columns != std::vector<std::string>{""})
+      (c.has("column") ? c.at("column") : c)
+          .fail("the scenario has columns (" + join(r.plan.columns) + "): name the cell's column");
+  }
+}
+
+/// The % changes are against the baseline, so it names a published row or a column of the
+/// scenario; one that does not left them empty, or failed only after the whole sweep had run.
+void check_baseline(const Reproduction& r, const YamlReader& root) {
+  if (!root.has("baseline")) return;
+  const YamlReader b = root.at("baseline");
+  if (!r.baseline_row.empty()) {
+    std::vector<std::string> rows;
+    for (const PublishedCell& c : r.published)
+      if (std::find(rows.begin(), rows.end(), c.row) == rows.end()) rows.push_back(c.row);
+    if (std::find(rows.begin(), rows.end(), r.baseline_row) == rows.end())
+      b.at("row").fail("'" + r.baseline_row + "' is not a published row (rows: " + join(rows) + ")");
+  }
+  if (!r.baseline_column.empty()) check_column(b.at("column"), r.baseline_column, r.plan);
+}
+
+}  // namespace
+
 Reproduction load_reproduction(const std::string& name_or_path,
                                const std::vector<std::pair<std::string, std::string>>& overrides,
                                const std::vector<RowOverride>& row_overrides) {
@@ -124,15 +190,12 @@ Reproduction load_reproduction(const std::string& name_or_path,
   r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
   if (std::find(r.plan.axes.begin(), r.plan.axes.end(), r.rows) == r.plan.axes.end())
     root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
+  check_published(r, pub);
+  check_baseline(r, root);
   return r;
 }
 
 namespace {
-
-std::string cell_op(const nlohmann::json& point, const std::string& field) {
-  const auto& v = point.at(field);
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
 
 /// Adds every per-VM value of `vm.*.suffix` in `metrics` to sum/count; a dotted name is one
 /// record metric, taken as it is.

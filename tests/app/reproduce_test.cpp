@@ -225,6 +225,35 @@ TEST(Reproduce, PublishedStddevThatIsNegativeOrNotFiniteIsAnError) {
             repro_path("sd-nan") + ":22:54: published[1].stddev: expected a number, got '.nan'");
 }
 
+// A published cell's row and column are names the sweep must make: a cell naming neither is
+// never run, and was shown as "no data" with status 0.
+TEST(Reproduce, PublishedRowThatNoSweepPointMakesIsAnError) {
+  EXPECT_EQ(load_error("row", "{row: no-tag, column: HT", "{row: nosmt, column: HT"),
+            repro_path("row") + ":22:11: published[1].row: 'nosmt' is not a row of the sweep field 'case' "
+                                "(rows: Alone, no-tag)");
+}
+
+TEST(Reproduce, PublishedColumnThatTheScenarioHasNotIsAnError) {
+  EXPECT_EQ(load_error("col", "no-tag, column: HT", "no-tag, column: HTT"),
+            repro_path("col") + ":22:27: published[1].column: 'HTT' is not a column of the scenario "
+                                "(columns: HT, noHT)");
+  EXPECT_EQ(load_error("no-col", "{row: no-tag, column: HT, value", "{row: no-tag, value"),
+            repro_path("no-col") + ":22:5: published[1]: the scenario has columns (HT, noHT): name the cell's column");
+}
+
+// The % changes are against the baseline: a row or column that does not exist left them empty.
+TEST(Reproduce, BaselineRowThatIsNoPublishedRowIsAnError) {
+  EXPECT_EQ(load_error("base-row", "baseline: {row: Alone}", "baseline: {row: Alnoe}"),
+            repro_path("base-row") + ":4:17: baseline.row: 'Alnoe' is not a published row (rows: Alone, no-tag)");
+}
+
+// Checked when the file is loaded, at its line: it was found only after the whole sweep ran, by
+// the compare code, which blamed a `--baseline` option nobody had given.
+TEST(Reproduce, BaselineColumnThatTheScenarioHasNotIsAnError) {
+  EXPECT_EQ(load_error("base-col", "baseline: {row: Alone}", "baseline: {column: HTT}"),
+            repro_path("base-col") + ":4:20: baseline.column: 'HTT' is not a column of the scenario (columns: HT, noHT)");
+}
+
 TEST(Reproduce, ShippedReproductionsLoad) {
   const auto names = list_reproductions();
   ASSERT_FALSE(names.empty());
