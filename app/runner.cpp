@@ -23,6 +23,24 @@ std::unique_ptr<guest::Workload> make_workload(const WorkloadSpec& w) {
   return guest::find_workload(w.kind)->make(w.params);
 }
 
+/// A domain's result before any figure: who it is, and which of the metric families that
+/// RunResult::metrics() emits only when set its run reports. One function for run_scenario and
+/// metric_names, so the names known before a run are the names a run gives.
+DomainResult domain_identity(const ScenarioSpec& spec, const GroupSpec& g, const hv::DomainSpec& d,
+                             const guest::Workload& w, const topo::Topology& topology) {
+  DomainResult dr;
+  dr.name = d.name;
+  dr.group = g.name;
+  dr.bare_metal = g.bare_metal;
+  dr.unit = std::string(w.unit());
+  dr.has_smt = spec.host.smt && topology.threads_per_core() > 1;
+  dr.has_locks = !w.locks().empty();  // GuestOs makes one lock per LockSpec
+  dr.study_metric = std::string(w.study_metric());
+  dr.has_ple = spec.host.ple.active() && !g.bare_metal;
+  dr.has_forced_idle = spec.host.core_sched.enabled || spec.host.sched_gran.core;
+  return dr;
+}
+
 }  // namespace
 
 RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver* observer) {
@@ -78,11 +96,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
   for (hv::PcpuId p = 0; p < topology.num_threads(); ++p) busy += static_cast<double>(host.pcpu_busy(p));
   r.host_utilisation = busy / (meas * host.usable_pcpus().count());
   for (const Dom& d : doms) {
-    DomainResult dr;
-    dr.name = d.spec->name;
-    dr.group = d.group->name;
-    dr.bare_metal = d.group->bare_metal;
-    dr.unit = std::string(d.os->workload().unit());
+    DomainResult dr = domain_identity(spec, *d.group, *d.spec, d.os->workload(), host.topology());
     dr.throughput = d.os->results().throughput;
     double run = 0, runnable = 0, blocked = 0, mig = 0, sw = 0, remote = 0, shared = 0;
     for (hv::VcpuId v : host.domain(d.id).vcpus) {
@@ -102,11 +116,9 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.migrations_per_s = mig / meas_s;
     dr.switches_per_s = sw / meas_s;
     dr.remote_memory = run > 0 ? remote / run : 0.0;
-    dr.has_smt = spec.host.smt && host.topology().threads_per_core() > 1;
     dr.smt_shared_pct = run > 0 ? 100.0 * shared / run : 0.0;
     const guest::GuestResults gr = d.os->results();
     const guest::LockStats& ls = gr.locks;
-    dr.has_locks = !gr.per_lock.empty();
     dr.spin_pct = run > 0 ? 100.0 * ls.spin_ns / run : 0.0;
     dr.lhp_per_s = static_cast<double>(ls.lhp) / meas_s;
     dr.lwp_per_s = static_cast<double>(ls.lwp) / meas_s;
@@ -118,8 +130,6 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.lock_wait_us = ls.acquisitions ? ls.wait_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     dr.lock_hold_us = ls.acquisitions ? ls.hold_ns / 1e3 / static_cast<double>(ls.acquisitions) : 0.0;
     dr.figures = d.os->workload().figures();
-    dr.study_metric = std::string(d.os->workload().study_metric());
-    dr.has_ple = spec.host.ple.active() && !d.group->bare_metal;
     dr.ple_exits_per_s = static_cast<double>(host.ple_stats(d.id).exits) / meas_s;
     dr.ple_yields_per_s = static_cast<double>(host.ple_stats(d.id).yields) / meas_s;
     const guest::IpiStats& is = gr.ipis;
@@ -128,9 +138,8 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.ipi_stalls_per_s = static_cast<double>(is.stalls) / meas_s;
     dr.ipi_spin_pct = run > 0 ? 100.0 * is.spin_ns / run : 0.0;
     dr.ipi_wait_us = is.sent ? is.wait_ns / 1e3 / static_cast<double>(is.sent) : 0.0;
-    if (spec.host.core_sched.enabled || spec.host.sched_gran.core) {
+    if (dr.has_forced_idle) {
       const double fi = static_cast<double>(host.domain_forced_idle(d.id));
-      dr.has_forced_idle = true;
       dr.forced_idle_s = fi / 1e9;
       dr.forced_idle_pct = 100.0 * fi / (n * meas);
     }
@@ -141,6 +150,23 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
   r.timing.events_per_second = wall > 0 ? static_cast<double>(r.events) / wall : 0;
   r.timing.sim_to_wall = wall > 0 ? sim::to_seconds(r.simulated) / wall : 0;
   return r;
+}
+
+std::set<std::string> metric_names(const ScenarioSpec& spec) {
+  const topo::Topology topology = topo::build_topology(spec.topology);
+  RunResult r;
+  for (const GroupSpec& g : spec.groups) {
+    const std::unique_ptr<guest::Workload> w = make_workload(g.workload);
+    for (const hv::DomainSpec& d : g.instances) {
+      DomainResult dr = domain_identity(spec, g, d, *w, topology);
+      dr.figures = w->figures();  // for their names: a workload that never ran has no values
+      dr.has_ipi = true;          // a run reports IPI figures only if it sent one, which it may
+      r.domains.push_back(dr);
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& [name, value] : r.metrics()) names.insert(name);
+  return names;
 }
 
 std::map<std::string, double> RunResult::metrics() const {

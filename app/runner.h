@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,6 +98,11 @@ class RunObserver {
   /// The run has ended at host.now().
   virtual void finish(hv::Host& /*host*/) {}
 };
+
+/// The names RunResult::metrics() can give for a run of `spec`, known without running it: every
+/// figure its runs report, counting those a run reports only when it does something (IPI figures,
+/// only when an IPI was sent) as given. What names in input are checked against before any run.
+std::set<std::string> metric_names(const ScenarioSpec& spec);
 
 /// Runs the scenario once with `seed`. Throws hv::InvariantViolation if the model breaks a rule.
 RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver* observer = nullptr);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "app/runner.h"
 #include "app/scenario.h"
@@ -56,6 +57,30 @@ TEST(Configs, EveryScenarioLoadsAndRunsBriefly) {
     const RunResult r = run_scenario(s, s.seed);
     EXPECT_GT(r.events, 0u);
     for (const auto& d : r.domains) EXPECT_GE(d.throughput, 0.0) << d.name;
+  }
+}
+
+// Reproductions check the metric names they use before anything runs, against metric_names:
+// those must be the names a run gives. A run may leave out the IPI figures (it sent none), and
+// nothing else.
+TEST(Configs, MetricNamesKnownBeforeARunAreTheNamesItGives) {
+  std::vector<std::filesystem::path> files = yaml_files("scenarios");
+  for (const auto& f : yaml_files("bench")) files.push_back(f);
+  for (const auto& f : yaml_files("studies")) files.push_back(f);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    ScenarioSpec s = load_scenario_file(f.string());
+    s.duration = sim::ms(100);
+    s.warmup = sim::ms(10);
+    s.host.warmup = s.warmup;
+    const std::set<std::string> known = metric_names(s);
+    const auto given = run_scenario(s, s.seed).metrics();
+    for (const auto& [name, value] : given) EXPECT_TRUE(known.count(name)) << name << " is given but not known";
+    for (const auto& name : known) {
+      if (!given.count(name)) {
+        EXPECT_NE(name.find(".ipi"), std::string::npos) << name << " is known but not given";
+      }
+    }
   }
 }
 
