@@ -159,8 +159,8 @@ std::set<std::string> metric_names(const ScenarioSpec& spec) {
     const std::unique_ptr<guest::Workload> w = make_workload(g.workload);
     for (const hv::DomainSpec& d : g.instances) {
       DomainResult dr = domain_identity(spec, g, d, *w, topology);
-      dr.figures = w->figures();  // for their names: a workload that never ran has no values
-      dr.has_ipi = true;          // a run reports IPI figures only if it sent one, which it may
+      dr.figures = w->figures();     // for their names: a workload that never ran has no values
+      dr.has_ipi = w->sends_ipis();  // a run reports IPI figures only if it sent one, which it may
       r.domains.push_back(dr);
     }
   }

@@ -101,7 +101,8 @@ class RunObserver {
 
 /// The names RunResult::metrics() can give for a run of `spec`, known without running it: every
 /// figure its runs report, counting those a run reports only when it does something (IPI figures,
-/// only when an IPI was sent) as given. What names in input are checked against before any run.
+/// only when an IPI was sent) as given when its workload can. What names in input are checked
+/// against before any run.
 std::set<std::string> metric_names(const ScenarioSpec& spec);
 
 /// Runs the scenario once with `seed`. Throws hv::InvariantViolation if the model breaks a rule.

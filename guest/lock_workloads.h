@@ -60,6 +60,7 @@ class Ebizzy final : public Workload {
   Step next(std::uint32_t thread, sim::RngStream& rng) override;
   std::string_view unit() const override { return "records/s"; }
   std::vector<LockSpec> locks() const override { return {LockSpec{"mmap_lock", lock_}}; }
+  bool sends_ipis() const override { return shootdown_ > 0; }
   double hold_ns() const { return hold_; }
 
  private:
@@ -118,6 +119,7 @@ class EbizzyArenaTrim final : public Workload {
     p.irqs_off = true;
     return {LockSpec{"lru_lock", p}, LockSpec{"zone_lock", p}};
   }
+  bool sends_ipis() const override { return p_.shootdown_ns > 0; }
   /// The segments of `thread`'s next record into `out` (cleared first; its capacity is reused, so
   /// a run allocates nothing per record once every thread's vector has grown), advancing the
   /// thread's per-CPU-page-list count: what next() replays.

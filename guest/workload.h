@@ -63,6 +63,10 @@ class Workload {
   virtual std::string_view unit() const = 0;
   /// The guest locks its steps name by index (Step::lock); GuestOs creates them at start.
   virtual std::vector<LockSpec> locks() const { return {}; }
+  /// Whether any of its steps can end with a cross-vCPU call (Step::shootdown_ns > 0): a run
+  /// reports IPI figures only then, and the names a run can give are known before it runs
+  /// (app/runner.h metric_names).
+  virtual bool sends_ipis() const { return false; }
 
   // Request/reply workloads (channel.h) and their own figures. The defaults fit a workload
   // that neither sends nor receives and whose result is the plain sum over its threads.

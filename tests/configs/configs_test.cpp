@@ -61,8 +61,8 @@ TEST(Configs, EveryScenarioLoadsAndRunsBriefly) {
 }
 
 // Reproductions check the metric names they use before anything runs, against metric_names:
-// those must be the names a run gives. A run may leave out the IPI figures (it sent none), and
-// nothing else.
+// those must be the names a run gives. A run may leave out the IPI figures (its workload can send
+// IPIs but this run sent none), and nothing else.
 TEST(Configs, MetricNamesKnownBeforeARunAreTheNamesItGives) {
   std::vector<std::filesystem::path> files = yaml_files("scenarios");
   for (const auto& f : yaml_files("bench")) files.push_back(f);
