@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,7 +14,9 @@
 #include "app/build_id.h"
 #include "app/compare.h"
 #include "app/config_paths.h"
+#include "app/runner.h"
 #include "app/statistics.h"
+#include "app/sweep_runner.h"
 
 namespace vcpusim::app {
 
@@ -92,6 +95,68 @@ void check_baseline(const Reproduction& r, const YamlReader& root) {
       b.at("row").fail("'" + r.baseline_row + "' is not a published row (rows: " + join(rows) + ")");
   }
   if (!r.baseline_column.empty()) check_column(b.at("column"), r.baseline_column, r.plan);
+}
+
+/// The per-VM metric a key is, as a bare explain name says it: SUFFIX of vm.VM.SUFFIX (one dot
+/// in neither part); nullopt for any other key.
+std::optional<std::string> vm_metric_suffix(const std::string& key) {
+  if (key.rfind("vm.", 0) != 0) return std::nullopt;
+  const auto dot = key.find('.', 3);
+  if (dot == std::string::npos || dot == 3 || dot + 1 == key.size() || key.find('.', dot + 1) != std::string::npos)
+    return std::nullopt;
+  return key.substr(dot + 1);
+}
+
+/// Every metric name a run of `r`'s sweep can give (metric_names over the runs' scenarios).
+std::set<std::string> sweep_metric_names(const Reproduction& r) {
+  std::set<std::string> names;
+  for (const ScenarioSpec& spec : load_sweep_specs(r.plan)) names.merge(metric_names(spec));
+  return names;
+}
+
+/// A metric name no run gives fails at `at`, listing the names under its prefix (bm.cpu for
+/// bm.cpu.throughptu: a slip in the last part is the likely one), or else every name.
+void check_metric_name(const YamlReader& at, const std::string& name, const std::set<std::string>& names) {
+  if (names.count(name)) return;
+  const auto dot = name.rfind('.');
+  std::vector<std::string> near;
+  if (dot != std::string::npos)
+    for (const std::string& n : names)
+      if (n.compare(0, dot + 1, name, 0, dot + 1) == 0) near.push_back(n);
+  const std::string listed = near.empty() ? "the runs give: " + join(std::vector<std::string>(names.begin(), names.end()))
+                                          : "under " + name.substr(0, dot) + " the runs give: " + join(near);
+  at.fail("no run of the scenario gives metric '" + name + "' (" + listed + ")");
+}
+
+/// A bare explain name is a per-VM metric (vm.VM.NAME, averaged over the cell's VMs): some run
+/// must have a VM that gives it.
+void check_vm_metric_name(const YamlReader& at, const std::string& name, const std::set<std::string>& names) {
+  std::vector<std::string> suffixes;
+  for (const std::string& n : names) {
+    const auto s = vm_metric_suffix(n);
+    if (!s) continue;
+    if (*s == name) return;
+    if (std::find(suffixes.begin(), suffixes.end(), *s) == suffixes.end()) suffixes.push_back(*s);
+  }
+  if (suffixes.empty())
+    at.fail("no run of the scenario has a VM, so no per-VM metric '" + name + "' (a bare name stands for vm.VM." +
+            name + "): name a record metric in full");
+  std::sort(suffixes.begin(), suffixes.end());
+  at.fail("no VM of the scenario's runs gives metric '" + name + "' (a bare name stands for vm.VM." + name +
+          "; the VMs give: " + join(suffixes) + ")");
+}
+
+/// The metric and the explain: names are names the runs give: checked before any run, since a
+/// bad metric failed only after the whole sweep (blaming a --metric option nobody gave), and a
+/// bad explain name was printed as a column of "-".
+void check_metrics(const Reproduction& r, const YamlReader& root) {
+  const std::set<std::string> names = sweep_metric_names(r);
+  check_metric_name(root.at("metric"), r.metric, names);
+  for (std::size_t i = 0; i < r.explain.size(); ++i) {
+    const YamlReader at = root.at("explain").at(i);
+    if (r.explain[i].find('.') == std::string::npos) check_vm_metric_name(at, r.explain[i], names);
+    else check_metric_name(at, r.explain[i], names);
+  }
 }
 
 }  // namespace
@@ -192,6 +257,7 @@ Reproduction load_reproduction(const std::string& name_or_path,
     root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
   check_published(r, pub);
   check_baseline(r, root);
+  check_metrics(r, root);
   return r;
 }
 
@@ -207,10 +273,8 @@ void add_vm_metric(const nlohmann::json& metrics, const std::string& suffix, dou
     }
     return;
   }
-  const std::string tail = "." + suffix;
   for (const auto& [k, v] : metrics.items())
-    if (k.rfind("vm.", 0) == 0 && k.size() > tail.size() + 3 && k.compare(k.size() - tail.size(), tail.size(), tail) == 0 &&
-        k.find('.', 3) == k.size() - tail.size() && v.is_number()) {
+    if (vm_metric_suffix(k) == suffix && v.is_number()) {
       sum += v.get<double>();
       ++n;
     }

@@ -40,7 +40,7 @@ scenario:
       no-tag: {}
   columns:
     HT: {}
-    noHT: {host.smt: off}
+    noHT: {host.smt: off, baremetal.mem.affinity.hard: 'cpus:[0]'}
 published:
   - {row: Alone, column: HT, value: 1306.90, stddev: 0.94}
   - {row: no-tag, column: HT, value: 852.50, stddev: 4.11}
@@ -252,6 +252,34 @@ TEST(Reproduce, BaselineRowThatIsNoPublishedRowIsAnError) {
 TEST(Reproduce, BaselineColumnThatTheScenarioHasNotIsAnError) {
   EXPECT_EQ(load_error("base-col", "baseline: {row: Alone}", "baseline: {column: HTT}"),
             repro_path("base-col") + ":4:20: baseline.column: 'HTT' is not a column of the scenario (columns: HT, noHT)");
+}
+
+// Checked when the file is loaded, against the names its runs give, at its line: it was found
+// only after the whole sweep ran, by the compare code, which blamed a `--metric` option nobody
+// had given.
+TEST(Reproduce, MetricThatNoRunGivesIsAnError) {
+  EXPECT_EQ(load_error("metric", "metric: bm.cpu.throughput", "metric: bm.cpu.throughptu"),
+            repro_path("metric") + ":2:9: metric: no run of the scenario gives metric 'bm.cpu.throughptu' (under "
+                                   "bm.cpu the runs give: bm.cpu.blocked_pct, bm.cpu.cpu, bm.cpu.migrations_per_s, "
+                                   "bm.cpu.remote_memory, bm.cpu.smt_shared_pct, bm.cpu.steal_pct, "
+                                   "bm.cpu.switches_per_s, bm.cpu.throughput)");
+}
+
+// An explain: name no run gives was printed as a column of "-" with status 0. A bare name is a
+// per-VM metric (vm.VM.NAME), which a scenario of bare-metal domains has none of.
+TEST(Reproduce, ExplainMetricThatNoRunGivesIsAnError) {
+  EXPECT_EQ(load_error("explain", "explain: [bm.cpu.steal_pct]", "explain: [bm.cpu.steal_pct, vm.nosuch.metric]"),
+            repro_path("explain") + ":25:29: explain[1]: no run of the scenario gives metric 'vm.nosuch.metric' "
+                                    "(the runs give: bm.cpu.blocked_pct, bm.cpu.cpu, bm.cpu.migrations_per_s, "
+                                    "bm.cpu.remote_memory, bm.cpu.smt_shared_pct, bm.cpu.steal_pct, "
+                                    "bm.cpu.switches_per_s, bm.cpu.throughput, bm.mem.blocked_pct, bm.mem.cpu, "
+                                    "bm.mem.migrations_per_s, bm.mem.remote_memory, "
+                                    "bm.mem.smt_shared_pct, bm.mem.steal_pct, bm.mem.switches_per_s, "
+                                    "bm.mem.throughput, events, events_stale, host_utilisation)");
+  EXPECT_EQ(load_error("explain-bare", "explain: [bm.cpu.steal_pct]", "explain: [steal_pct]"),
+            repro_path("explain-bare") + ":25:11: explain[0]: no run of the scenario has a VM, so no per-VM "
+                                         "metric 'steal_pct' (a bare name stands for vm.VM.steal_pct): name a "
+                                         "record metric in full");
 }
 
 TEST(Reproduce, ShippedReproductionsLoad) {

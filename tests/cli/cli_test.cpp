@@ -375,6 +375,53 @@ TEST(CliReproduce, RowSetChangesOnlyThatRowsRuns) {
   EXPECT_NE(values.output.find("are values, not entries"), std::string::npos) << values.output;
 }
 
+namespace {
+
+/// Shipped reproduction `name` with `from` replaced by `to`, written to the scratch directory as
+/// `file`; `where` is set to the "path:line:" of the change, what an error about it starts with.
+std::string edited_reproduction(const std::string& name, const std::string& from, const std::string& to,
+                                const std::string& file, std::string& where) {
+  const char* root = std::getenv("VCPUSIM_SOURCE_ROOT");
+  EXPECT_NE(root, nullptr);
+  std::ifstream in(std::string(root ? root : ".") + "/configs/reproduce/" + name + ".yaml");
+  std::string yaml((std::istreambuf_iterator<char>(in)), {});
+  const auto at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  const std::string path = write_temp(file, yaml);
+  where = path + ":" + std::to_string(std::count(yaml.begin(), yaml.begin() + static_cast<long>(std::min(at, yaml.size())), '\n') + 1) + ":";
+  return path;
+}
+
+}  // namespace
+
+// A metric or a baseline column that names nothing was found only after the whole sweep had run,
+// and blamed `--metric` / `--baseline`, options nobody gave. Now: status 2, the reproduction's
+// file and line, and no run (the --out directory is not even made).
+TEST(CliReproduce, MetricAndBaselineColumnThatNameNothingAreExitTwoBeforeAnyRun) {
+  std::string where;
+  const std::string metric = edited_reproduction("smt-corun-sysbench", "metric: bm.cpu.throughput",
+                                                 "metric: bm.cpu.throughptu", "repro-metric.yaml", where);
+  const std::string d = fresh_dir("rep-bad-metric");
+  const Outcome m = run("reproduce " + metric + " --out " + d + " --jobs 1");
+  EXPECT_EQ(m.status, 2) << m.output;
+  EXPECT_NE(m.output.find(where + "9: metric: no run of the scenario gives metric 'bm.cpu.throughptu' (under bm.cpu "
+                                  "the runs give: bm.cpu.blocked_pct,"),
+            std::string::npos)
+      << m.output;
+  EXPECT_EQ(m.output.find("--metric"), std::string::npos) << m.output;
+  EXPECT_FALSE(std::filesystem::exists(d));
+  const std::string column = edited_reproduction("credit2-affinity", "baseline: {column: no-affinity}",
+                                                 "baseline: {column: no-afinity}", "repro-column.yaml", where);
+  const Outcome c = run("reproduce " + column + " --out " + d + " --jobs 1");
+  EXPECT_EQ(c.status, 2) << c.output;
+  EXPECT_NE(c.output.find(where + "20: baseline.column: 'no-afinity' is not a column of the scenario "
+                                  "(columns: no-affinity, pinning, numa-scheduling)"),
+            std::string::npos)
+      << c.output;
+  EXPECT_FALSE(std::filesystem::exists(d));
+}
+
 TEST(CliReproduce, DefaultDirectoryIsPerBuildAndScenarioSoOtherSetsStartAfresh) {
   // Without --out, the records go under vcpusim-reproduce/NAME/BUILD-HASH in the working
   // directory: a second run with other --set values neither fails nor mixes with the first, and
