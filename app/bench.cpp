@@ -11,6 +11,8 @@
 #include "app/config_paths.h"
 #include "app/runner.h"
 #include "app/scenario.h"
+#include "app/sweep.h"
+#include "app/sweep_runner.h"
 #include "sim/event_queue.h"
 #include "sim/rng.h"
 
@@ -43,6 +45,22 @@ double engine_events_per_sec(std::size_t pending, std::uint64_t ops) {
   return static_cast<double>(ops) / s;
 }
 
+// A sweep's set-up before its first run: expand an n x n grid and load every point's scenario,
+// as `vcpusim sweep` does. Returns points per second. (It once grew with the square of the
+// points: yaml-cpp merged the node pools of documents that shared nodes.)
+double sweep_points_per_sec(int n) {
+  std::string values;
+  for (int i = 1; i <= n; ++i) values += (i > 1 ? ", " : "") + std::to_string(i);
+  const std::string text = "name: grid\ntopology: desktop-4c8t\nvms:\n"
+                           "  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu, threads: 1}}\n"
+                           "sweep:\n  vms.a.count: [" + values + "]\n  vms.a.workload.threads: [" + values + "]\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const SweepPlan plan = expand_sweep(YamlReader::load_string(text, "grid.yaml"));
+  const std::vector<ScenarioSpec> specs = load_sweep_specs(plan);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(specs.size()) / s;
+}
+
 }  // namespace
 
 nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
@@ -59,6 +77,15 @@ nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
     engine.push_back({{"pending", pending}, {"median_events_per_sec", med}, {"samples", rates}});
   }
   out["engine"] = engine;
+
+  {
+    const int n = o.quick ? 10 : 40;
+    std::vector<double> rates;
+    for (int r = 0; r < o.repeats; ++r) rates.push_back(sweep_points_per_sec(n));
+    const double med = median(rates);
+    fmt::print(progress, "sweep set-up, {}x{} points: median {:.0f} points/s ({:.3f} s)\n", n, n, med, n * n / med);
+    out["sweep_setup"] = {{"points", n * n}, {"median_points_per_sec", med}, {"samples", rates}};
+  }
 
   json scen = json::array();
   struct Case { std::string label; ScenarioSpec spec; };

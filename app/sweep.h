@@ -72,6 +72,9 @@ std::uint64_t point_seed(std::uint64_t master, const std::string& point_key, std
 /// for error messages.
 void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at);
 
+/// A deep copy sharing nothing with `n` (so no node pool with it), every node without a line.
+YAML::Node copy_without_marks(const YAML::Node& n);
+
 /// A new container whose entries share the originals (marks kept); see apply_override.
 YAML::Node shallow_copy(const YAML::Node& n);
 

@@ -23,10 +23,17 @@ SweepPlan plan(const std::string& extra) { return expand_sweep(YamlReader::load_
 
 ScenarioSpec spec_of(const SweepPlan& p, std::size_t i) { return load_scenario(YamlReader(p.runs[i].document, p.file, "")); }
 
+// As `vcpusim sweep` loads the runs: errors in a run's document are placed by locate_in_sweep.
 std::string error_of(const std::string& extra) {
   try {
     const SweepPlan p = plan(extra);
-    for (std::size_t i = 0; i < p.runs.size(); ++i) spec_of(p, i);
+    for (std::size_t i = 0; i < p.runs.size(); ++i) {
+      try {
+        spec_of(p, i);
+      } catch (const ConfigError& e) {
+        throw locate_in_sweep(p, p.runs[i], e);
+      }
+    }
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -207,7 +214,7 @@ const char* kOneVm = "name: s\ntopology: desktop-4c8t\nvms:\n  - {name: a, vcpus
 // A misspelt mapping on an override's way (hsot.smt) is created by the sweep, so it had no line.
 TEST(Sweep, MisspeltMappingInAnOverridePathIsReportedAtTheOverride) {
   EXPECT_EQ(sweep_error_of(std::string(kOneVm) + "columns:\n  on: {host.smt: on}\n  off: {hsot.smt: off}\n"),
-            "s.yaml:7:8: hsot: unknown key (allowed here: name, seed, duration, warmup, repetitions, topology, host, "
+            "s.yaml:7:19: hsot: unknown key (allowed here: name, seed, duration, warmup, repetitions, topology, host, "
             "guest, vms, baremetal, sweep, columns) (from 'hsot.smt' here, in the sweep's run {}, column off)");
 }
 
