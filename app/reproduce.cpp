@@ -197,6 +197,10 @@ Reproduction load_reproduction(const std::string& name_or_path,
     b.only({"row", "column"});
     r.baseline_row = b.get_string("row", "");
     r.baseline_column = b.get_string("column", "");
+    // The % changes are against one baseline: a row (changes down each column) or a column
+    // (changes along each row), not both and not neither.
+    if (r.baseline_row.empty() == r.baseline_column.empty())
+      b.fail("give either row: or column: (the % changes are against one of them)");
   }
   const YamlReader pub = root.at("published");
   pub.require_sequence();

@@ -254,6 +254,13 @@ TEST(Reproduce, BaselineColumnThatTheScenarioHasNotIsAnError) {
             repro_path("base-col") + ":4:20: baseline.column: 'HTT' is not a column of the scenario (columns: HT, noHT)");
 }
 
+TEST(Reproduce, BaselineNamesEitherARowOrAColumn) {
+  EXPECT_EQ(load_error("base-both", "baseline: {row: Alone}", "baseline: {row: Alone, column: HT}"),
+            repro_path("base-both") + ":4:11: baseline: give either row: or column: (the % changes are against one of them)");
+  EXPECT_EQ(load_error("base-none", "baseline: {row: Alone}", "baseline: {}"),
+            repro_path("base-none") + ":4:11: baseline: give either row: or column: (the % changes are against one of them)");
+}
+
 // Checked when the file is loaded, against the names its runs give, at its line: it was found
 // only after the whole sweep ran, by the compare code, which blamed a `--metric` option nobody
 // had given.
