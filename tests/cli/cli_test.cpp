@@ -399,27 +399,28 @@ std::string edited_reproduction(const std::string& name, const std::string& from
 // and blamed `--metric` / `--baseline`, options nobody gave. Now: status 2, the reproduction's
 // file and line, and no run (the --out directory is not even made).
 TEST(CliReproduce, MetricAndBaselineColumnThatNameNothingAreExitTwoBeforeAnyRun) {
-  std::string where;
-  const std::string metric = edited_reproduction("smt-corun-sysbench", "metric: bm.cpu.throughput",
-                                                 "metric: bm.cpu.throughptu", "repro-metric.yaml", where);
-  const std::string d = fresh_dir("rep-bad-metric");
-  const Outcome m = run("reproduce " + metric + " --out " + d + " --jobs 1");
-  EXPECT_EQ(m.status, 2) << m.output;
-  EXPECT_NE(m.output.find(where + "9: metric: no run of the scenario gives metric 'bm.cpu.throughptu' (under bm.cpu "
-                                  "the runs give: bm.cpu.blocked_pct,"),
-            std::string::npos)
-      << m.output;
-  EXPECT_EQ(m.output.find("--metric"), std::string::npos) << m.output;
-  EXPECT_FALSE(std::filesystem::exists(d));
-  const std::string column = edited_reproduction("credit2-affinity", "baseline: {column: no-affinity}",
-                                                 "baseline: {column: no-afinity}", "repro-column.yaml", where);
-  const Outcome c = run("reproduce " + column + " --out " + d + " --jobs 1");
-  EXPECT_EQ(c.status, 2) << c.output;
-  EXPECT_NE(c.output.find(where + "20: baseline.column: 'no-afinity' is not a column of the scenario "
-                                  "(columns: no-affinity, pinning, numa-scheduling)"),
-            std::string::npos)
-      << c.output;
-  EXPECT_FALSE(std::filesystem::exists(d));
+  // Edits one line of a shipped reproduction, runs it, and expects status 2 with `message` at
+  // that line, no mention of an option nobody gave, and no --out directory made.
+  auto expect_refused = [](const char* name, const std::string& from, const std::string& to, const char* file,
+                           const std::string& col_and_message) {
+    SCOPED_TRACE(name);
+    std::string where;
+    const std::string path = edited_reproduction(name, from, to, file, where);
+    const std::string d = fresh_dir(std::string("rep-bad-") + file);
+    const Outcome o = run("reproduce " + path + " --out " + d + " --jobs 1");
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find(where + col_and_message), std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("--metric"), std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("--baseline"), std::string::npos) << o.output;
+    EXPECT_FALSE(std::filesystem::exists(d));
+  };
+  expect_refused("smt-corun-sysbench", "metric: bm.cpu.throughput", "metric: bm.cpu.throughptu", "repro-metric.yaml",
+                 "9: metric: no run of the scenario gives metric 'bm.cpu.throughptu' (under bm.cpu the runs give: "
+                 "bm.cpu.blocked_pct,");
+  expect_refused("credit2-affinity", "baseline: {column: no-affinity}", "baseline: {column: no-afinity}",
+                 "repro-column.yaml",
+                 "20: baseline.column: 'no-afinity' is not a column of the scenario (columns: no-affinity, pinning, "
+                 "numa-scheduling)");
 }
 
 TEST(CliReproduce, DefaultDirectoryIsPerBuildAndScenarioSoOtherSetsStartAfresh) {

@@ -43,17 +43,33 @@ TEST(Configs, EveryTopologyPresetBuilds) {
   }
 }
 
-TEST(Configs, EveryScenarioLoadsAndRunsBriefly) {
+namespace {
+
+// Every shipped scenario file (studies: the base scenario of the sweep).
+std::vector<std::filesystem::path> shipped_scenarios() {
   std::vector<std::filesystem::path> files = yaml_files("scenarios");
   for (const auto& f : yaml_files("bench")) files.push_back(f);
-  for (const auto& f : yaml_files("studies")) files.push_back(f);  // sweeps: the base scenario runs
+  for (const auto& f : yaml_files("studies")) files.push_back(f);
+  return files;
+}
+
+// The scenario in `f`, cut to 100 ms with 10 ms of warm-up.
+ScenarioSpec brief(const std::filesystem::path& f) {
+  ScenarioSpec s = load_scenario_file(f.string());
+  s.duration = sim::ms(100);
+  s.warmup = sim::ms(10);
+  s.host.warmup = s.warmup;
+  return s;
+}
+
+}  // namespace
+
+TEST(Configs, EveryScenarioLoadsAndRunsBriefly) {
+  const std::vector<std::filesystem::path> files = shipped_scenarios();
   ASSERT_FALSE(files.empty());
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());
-    ScenarioSpec s = load_scenario_file(f.string());
-    s.duration = sim::ms(100);
-    s.warmup = sim::ms(10);
-    s.host.warmup = s.warmup;
+    const ScenarioSpec s = brief(f);
     const RunResult r = run_scenario(s, s.seed);
     EXPECT_GT(r.events, 0u);
     for (const auto& d : r.domains) EXPECT_GE(d.throughput, 0.0) << d.name;
@@ -64,15 +80,9 @@ TEST(Configs, EveryScenarioLoadsAndRunsBriefly) {
 // those must be the names a run gives. A run may leave out the IPI figures (its workload can send
 // IPIs but this run sent none), and nothing else.
 TEST(Configs, MetricNamesKnownBeforeARunAreTheNamesItGives) {
-  std::vector<std::filesystem::path> files = yaml_files("scenarios");
-  for (const auto& f : yaml_files("bench")) files.push_back(f);
-  for (const auto& f : yaml_files("studies")) files.push_back(f);
-  for (const auto& f : files) {
+  for (const auto& f : shipped_scenarios()) {
     SCOPED_TRACE(f.string());
-    ScenarioSpec s = load_scenario_file(f.string());
-    s.duration = sim::ms(100);
-    s.warmup = sim::ms(10);
-    s.host.warmup = s.warmup;
+    const ScenarioSpec s = brief(f);
     const std::set<std::string> known = metric_names(s);
     const auto given = run_scenario(s, s.seed).metrics();
     for (const auto& [name, value] : given) EXPECT_TRUE(known.count(name)) << name << " is given but not known";
