@@ -15,6 +15,7 @@
 
 #include "app/build_id.h"
 #include "app/bench.h"
+#include "app/command_line_sets.h"
 #include "app/compare.h"
 #include "app/merge.h"
 #include "app/mpi_sweep.h"
@@ -84,10 +85,23 @@ std::string list_plugins() {
   return s;
 }
 
-int cmd_run(const std::string& file, const std::optional<std::uint64_t>& seed, const std::string& duration,
-            const std::optional<std::uint32_t>& reps, const std::string& json_path, const std::string& csv_path,
-            bool quiet) {
-  app::ScenarioSpec spec = file.empty() ? app::load_default_scenario() : app::load_scenario_file(file);
+// The scenario of run and trace: FILE or the built-in default, with the --set values applied;
+// an error in a field a --set gave is that option's.
+app::ScenarioSpec load_run_scenario(const std::string& file, const std::vector<app::CommandLineSet>& sets) {
+  const app::YamlReader root = file.empty()
+                                   ? app::YamlReader::load_string(app::default_scenario_text(), "<built-in default>")
+                                   : app::YamlReader::load_file(file);
+  try {
+    return app::load_scenario(app::apply_command_line_sets(root, sets));
+  } catch (const app::ConfigError& e) {
+    throw app::blame_command_line_sets(sets, root.node(), e);
+  }
+}
+
+int cmd_run(const std::string& file, const std::vector<std::string>& sets, const std::optional<std::uint64_t>& seed,
+            const std::string& duration, const std::optional<std::uint32_t>& reps, const std::string& json_path,
+            const std::string& csv_path, bool quiet) {
+  app::ScenarioSpec spec = load_run_scenario(file, app::parse_command_line_sets("--set", sets));
   if (seed) spec.seed = *seed;
   if (!duration.empty()) {
     auto d = app::parse_duration(duration);
@@ -109,32 +123,6 @@ int cmd_run(const std::string& file, const std::optional<std::uint64_t>& seed, c
   }
   if (!quiet && json_path != "-" && csv_path != "-") app::write_table(std::cout, spec, runs);
   return 0;
-}
-
-// --set PATH=VALUE pairs; VALUE is YAML.
-std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<std::string>& sets) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& s : sets) {
-    const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw app::ConfigError("<command line>", 0, 0, "--set", "'" + s + "' is not PATH=VALUE");
-    out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
-  }
-  return out;
-}
-
-app::YamlReader with_sets(const app::YamlReader& r, const std::vector<std::string>& sets) {
-  YAML::Node doc = app::shallow_copy(r.node());
-  for (const auto& [k, v] : parse_sets(sets)) {
-    YAML::Node val;
-    try {
-      val = YAML::Load(v);
-    } catch (const YAML::Exception& e) {
-      throw app::ConfigError("<command line>", 0, 0, "--set " + k, "not YAML: " + e.msg);
-    }
-    app::apply_override(doc, k, val, app::YamlReader(val, "<command line>", "--set " + k));
-  }
-  return app::YamlReader(doc, r.file(), "");
 }
 
 std::vector<nlohmann::json> records_of(const std::vector<std::string>& dirs) {
@@ -182,6 +170,8 @@ int main(int argc, char** argv) {
   std::optional<std::uint32_t> reps;
   bool quiet = false, list = false;
   run->add_option("SCENARIO", file, "scenario YAML file (default: the built-in default scenario)");
+  std::vector<std::string> run_sets;
+  run->add_option("--set", run_sets, "override a field of the scenario: PATH=VALUE (YAML), repeatable, e.g. host.smt=off");
   // The scenario's seed: takes [0, 2^63 - 1]; so do these. CLI11 alone would wrap "-5" into
   // 2^64 - 5, and its Range lets 2^64 - 5 itself through.
   const CLI::Validator seed_range = whole_number("a seed");
@@ -197,6 +187,8 @@ int main(int argc, char** argv) {
   std::string trace_file, trace_window = "0s..200ms", trace_out;
   std::optional<std::uint64_t> trace_seed;
   trace->add_option("SCENARIO", trace_file, "scenario YAML file (default: the built-in default scenario)");
+  std::vector<std::string> trace_sets;
+  trace->add_option("--set", trace_sets, "override a field of the scenario: PATH=VALUE (YAML), repeatable");
   trace->add_option("--window", trace_window, "simulated interval to keep, FROM..TO (default 0s..200ms)");
   trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)")->check(seed_range);
   trace->add_option("--out", trace_out, "output file (open it in ui.perfetto.dev or chrome://tracing)")->required();
@@ -290,7 +282,7 @@ int main(int argc, char** argv) {
         std::cout << list_plugins();
         return 0;
       }
-      return cmd_run(file, seed, duration, reps, json_path, csv_path, quiet);
+      return cmd_run(file, run_sets, seed, duration, reps, json_path, csv_path, quiet);
     }
     if (*sweep) {
       app::SweepOptions so{out_dir, jobs, max_records, ::isatty(2) != 0};
@@ -303,14 +295,26 @@ int main(int argc, char** argv) {
         so.shard = k;
         so.shards = n;
       }
+      const std::vector<app::CommandLineSet> set_list = app::parse_command_line_sets("--set", sets);
       if (use_mpi) {
         so.progress_bar = false;  // several processes share the terminal
-        auto make_plan = [&] { return app::expand_sweep(with_sets(app::YamlReader::load_file(sweep_file), sets)); };
+        auto make_plan = [&] {
+          const app::YamlReader root = app::YamlReader::load_file(sweep_file);
+          try {
+            return app::expand_sweep(app::apply_command_line_sets(root, set_list));
+          } catch (const app::ConfigError& e) {
+            throw app::blame_command_line_sets(set_list, root.node(), e);
+          }
+        };
         return app::run_mpi_sweep(make_plan, so, std::cerr, print_sweep_summary);
       }
-      const app::YamlReader root = with_sets(app::YamlReader::load_file(sweep_file), sets);
-      const app::SweepPlan plan = app::expand_sweep(root);
-      print_sweep_summary(app::run_sweep(plan, so, std::cerr));
+      const app::YamlReader file_root = app::YamlReader::load_file(sweep_file);
+      try {
+        const app::SweepPlan plan = app::expand_sweep(app::apply_command_line_sets(file_root, set_list));
+        print_sweep_summary(app::run_sweep(plan, so, std::cerr));
+      } catch (const app::ConfigError& e) {
+        throw app::blame_command_line_sets(set_list, file_root.node(), e);
+      }
       return 0;
     }
     if (*plot) {
@@ -350,10 +354,12 @@ int main(int argc, char** argv) {
       for (const auto& rs : repro_row_sets) {
         if (rs.size() != 2)
           throw app::ConfigError("<command line>", 0, 0, "--row-set", "takes two values, ROW and PATH=VALUE");
-        const auto kv = parse_sets({rs[1]});
-        row_sets.push_back({rs[0], kv[0].first, kv[0].second});
+        const auto eq = rs[1].find('=');
+        if (eq == std::string::npos || eq == 0)
+          throw app::ConfigError("<command line>", 0, 0, "--row-set", "'" + rs[1] + "' is not PATH=VALUE");
+        row_sets.push_back({rs[0], rs[1].substr(0, eq), rs[1].substr(eq + 1)});
       }
-      app::Reproduction r = app::load_reproduction(repro_name, parse_sets(repro_sets), row_sets);
+      app::Reproduction r = app::load_reproduction(repro_name, app::parse_command_line_sets("--set", repro_sets), row_sets);
       app::select_rows(r, repro_rows);
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");  // before the runs, not after
       std::string dir = repro_from;
@@ -380,7 +386,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*trace) {
-      app::ScenarioSpec spec = trace_file.empty() ? app::load_default_scenario() : app::load_scenario_file(trace_file);
+      app::ScenarioSpec spec = load_run_scenario(trace_file, app::parse_command_line_sets("--set", trace_sets));
       const auto dots = trace_window.find("..");
       std::optional<sim::Duration> from, to;
       if (dots != std::string::npos) {

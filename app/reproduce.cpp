@@ -161,8 +161,7 @@ void check_metrics(const Reproduction& r, const YamlReader& root) {
 
 }  // namespace
 
-Reproduction load_reproduction(const std::string& name_or_path,
-                               const std::vector<std::pair<std::string, std::string>>& overrides,
+Reproduction load_reproduction(const std::string& name_or_path, const std::vector<CommandLineSet>& overrides,
                                const std::vector<RowOverride>& row_overrides) {
   std::string path = name_or_path;
   if (!std::filesystem::exists(path)) {
@@ -225,8 +224,9 @@ Reproduction load_reproduction(const std::string& name_or_path,
     ex.require_sequence();
     for (std::size_t i = 0; i < ex.size(); ++i) r.explain.push_back(ex.at(i).as_string());
   }
-  YAML::Node scen = shallow_copy(root.at("scenario").node());
-  for (const auto& [k, v] : overrides) apply_override(scen, k, YAML::Load(v), root.at("scenario"));
+  YAML::Node scen = apply_command_line_sets(root.at("scenario"), overrides).node();
+  // Every option that put a value in the scenario, to blame an error found in one on it.
+  std::vector<CommandLineSet> blame = overrides;
   if (!row_overrides.empty()) {
     // The rows' entries are copied before they change: `scen` shares them with the loaded file.
     const YAML::Node sweep = scen["sweep"];
@@ -243,25 +243,25 @@ Reproduction load_reproduction(const std::string& name_or_path,
         throw ConfigError("<command line>", 0, 0, "--row-set", "'" + o.row + "' is not a row of " + r.name + " (rows: " + all + ")");
       }
       YAML::Node entry = lookup[o.row].IsMap() ? shallow_copy(lookup[o.row]) : YAML::Node(YAML::NodeType::Map);
-      YAML::Node val;
-      try {
-        val = YAML::Load(o.value);
-      } catch (const YAML::Exception& e) {
-        throw ConfigError("<command line>", 0, 0, "--row-set " + o.path, "not YAML: " + e.msg);
-      }
-      entry[o.path] = val;
+      const CommandLineSet set = parse_command_line_set("--row-set '" + o.row + "'", o.path + "=" + o.value);
+      entry[o.path] = set.value;
+      blame.push_back(set);
       rows_copy[o.row] = entry;
     }
     YAML::Node sweep_copy = shallow_copy(sweep);
     sweep_copy[r.rows] = rows_copy;
     scen["sweep"] = sweep_copy;
   }
-  r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
-  if (std::find(r.plan.axes.begin(), r.plan.axes.end(), r.rows) == r.plan.axes.end())
-    root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
-  check_published(r, pub);
-  check_baseline(r, root);
-  check_metrics(r, root);
+  try {
+    r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
+    if (std::find(r.plan.axes.begin(), r.plan.axes.end(), r.rows) == r.plan.axes.end())
+      root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
+    check_published(r, pub);
+    check_baseline(r, root);
+    check_metrics(r, root);
+  } catch (const ConfigError& e) {
+    throw blame_command_line_sets(blame, root.at("scenario").node(), e);
+  }
   return r;
 }
 

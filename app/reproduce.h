@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/command_line_sets.h"
 #include "app/sweep.h"
 
 namespace vcpusim::app {
@@ -66,8 +67,7 @@ struct RowOverride {
 /// each of `row_overrides` is added to its row's entry under `sweep: ROWS:` (a key beside the
 /// row's own, so only that row's runs see it, as if the file said so). A row that is no entry of
 /// that sweep field, or a field whose rows are bare values, is a ConfigError naming `--row-set`.
-Reproduction load_reproduction(const std::string& name_or_path,
-                               const std::vector<std::pair<std::string, std::string>>& overrides,
+Reproduction load_reproduction(const std::string& name_or_path, const std::vector<CommandLineSet>& overrides,
                                const std::vector<RowOverride>& row_overrides = {});
 
 /// Narrows `r` to the published rows in `rows` and its baseline row, if it has one (the %

@@ -177,10 +177,6 @@ namespace {
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
-// `inner` is `outer` or a field inside it ("vms[0]" holds "vms[0].vcpus" and "vms[0]"; "" holds all).
-bool within(const std::string& inner, const std::string& outer) {
-  return outer.empty() || inner == outer || starts_with(inner, outer + ".") || starts_with(inner, outer + "[");
-}
 
 // The child of a mapping by key, or of a list by index or element `name:` (its index in
 // `index`); an invalid node if none. Only const access: yaml-cpp's non-const operator[] would
@@ -209,9 +205,13 @@ YAML::Node child_of(const YAML::Node& n, const std::string& key, std::size_t* in
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
-// A dotted override path as the loader names fields ("vms.a.count" -> "vms[0].count"), walking
-// `base`; past the base's end the rest is joined by dots.
-std::string field_of(const YAML::Node& base, const std::string& path) {
+}  // namespace
+
+bool field_within(const std::string& inner, const std::string& outer) {
+  return outer.empty() || inner == outer || starts_with(inner, outer + ".") || starts_with(inner, outer + "[");
+}
+
+std::string override_field(const YAML::Node& base, const std::string& path) {
   std::string out;
   YAML::Node cur(base);
   bool inside = true;
@@ -225,6 +225,8 @@ std::string field_of(const YAML::Node& base, const std::string& path) {
   }
   return out;
 }
+
+namespace {
 
 // The node of `base` at a loader field ("vms[0].workload"), or the deepest one on the way that
 // has a line; `complete` tells which.
@@ -257,6 +259,12 @@ YAML::Node node_at(const YAML::Node& base, const std::string& field, bool& compl
 
 }  // namespace
 
+bool has_field(const YAML::Node& base, const std::string& field) {
+  bool complete = false;
+  node_at(base, field, complete);
+  return complete;
+}
+
 ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const ConfigError& e) {
   if (e.line() > 0 || !plan.base) return e;
   const std::string& f = e.field();
@@ -267,11 +275,11 @@ ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const Co
   auto at_override = [&](const std::pair<std::string, YamlReader>& src) {
     const YAML::Node& n = src.second.node();
     return ConfigError(e.file(), n.Mark().is_null() ? 0 : n.Mark().line + 1, n.Mark().is_null() ? 0 : n.Mark().column + 1,
-                       f, e.message() + " (from '" + src.first + "' here, in " + run_name + ")");
+                       f, e.message() + " (from '" + src.first + "'" + (n.Mark().is_null() ? "" : " here") + ", in " + run_name + ")");
   };
   // 1. Inside a value an override set: that override (the last one applied wins).
   for (auto it = run.sources.rbegin(); it != run.sources.rend(); ++it)
-    if (within(f, field_of(plan.base, it->first))) return at_override(*it);
+    if (field_within(f, override_field(plan.base, it->first))) return at_override(*it);
   // 2. A field of the base document (a container the sweep copied on its way to a change).
   bool complete = false;
   const YAML::Node n = node_at(plan.base, f, complete);
@@ -279,7 +287,7 @@ ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const Co
     return ConfigError(e.file(), n.Mark().line + 1, n.Mark().column + 1, f, e.message() + in_run);
   // 3. A field an override created on its way (a misspelt mapping in its path).
   for (auto it = run.sources.rbegin(); it != run.sources.rend(); ++it)
-    if (within(field_of(plan.base, it->first), f)) return at_override(*it);
+    if (field_within(override_field(plan.base, it->first), f)) return at_override(*it);
   if (n.Mark().is_null()) return e;
   return ConfigError(e.file(), n.Mark().line + 1, n.Mark().column + 1, f, e.message() + in_run);
 }

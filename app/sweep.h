@@ -57,6 +57,17 @@ struct SweepPlan {
 /// lengths and the like are ConfigErrors naming the field.
 SweepPlan expand_sweep(const YamlReader& root);
 
+/// A dotted override path as the loader names fields, walking `base` ("vms.a.count" is
+/// "vms[0].count" when VM a is the first element of vms:); past the base's end the rest of the
+/// path is joined by dots.
+std::string override_field(const YAML::Node& base, const std::string& path);
+/// Whether loader field `inner` is `outer` or inside it ("vms[0].vcpus" is inside "vms[0]"; every
+/// field is inside "").
+bool field_within(const std::string& inner, const std::string& outer);
+
+/// Whether `base` has a node at loader field `field` ("vms[0].workload").
+bool has_field(const YAML::Node& base, const std::string& field);
+
 /// A ConfigError raised while loading `run`'s document, placed where the user wrote the cause
 /// when it names a node the sweep built (line 0): an overridden value's own line, else the base
 /// document's node at that field, else the override that created the field; the message then

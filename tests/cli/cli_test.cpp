@@ -179,6 +179,38 @@ TEST(Cli, BadArgumentsAreExitTwo) {
   EXPECT_EQ(run("").status, 2);
 }
 
+// run and trace take --set as sweep and reproduce do. A bad value is the option's error, not a
+// line of the file: YAML::Load's marks once placed it at the scenario file's 1:1, and a value
+// that is not YAML made `reproduce --set` exit 1 with yaml-cpp's own message.
+TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
+  const std::string f = write_temp("set.yaml", kGood);
+  const Outcome ok = run("run " + f + " --set host.smt=off --set vms.a.workload.threads=1 --json -");
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find("\"vm.a.throughput\""), std::string::npos) << ok.output;
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --set duration=-5s", "<command line>: --set duration: '-5s' is out of range"},
+      {"run " + f + " --set vms.a.vcpus=0", "<command line>: --set vms.a.vcpus: 0 is out of range [1, 4096]"},
+      {"run " + f + " --set hsot.smt=off", "<command line>: --set hsot.smt: unknown key"},
+      {"run " + f + " --set 'duration=[x'", "<command line>: --set duration: not YAML"},
+      {"run " + f + " --set duration", "<command line>: --set: 'duration' is not PATH=VALUE"},
+      {"trace " + f + " --out " + fresh_dir("set-trace") + "/t.json --set duration=0s",
+       "<command line>: --set duration: '0s' is out of range"},
+      {"sweep " + f + " --out " + fresh_dir("set-sweep") + " --set duration=-5s",
+       "<command line>: --set duration: '-5s' is out of range"},
+      {"reproduce smt-corun-sysbench --out " + fresh_dir("set-rep") + " --set 'duration=[x'",
+       "<command line>: --set duration: not YAML"},
+      {"reproduce smt-corun-sysbench --out " + fresh_dir("set-rep2") + " --set duration=-5s",
+       "<command line>: --set duration: '-5s' is out of range"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = run(b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+}
+
 TEST(Cli, JsonAndCsvAreWritten) {
   const auto dir = std::filesystem::temp_directory_path() / ("vcpusim_cli_out_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -34,7 +34,7 @@ struct Study {
 const Study& study() {
   static const Study s = [] {
     Study st;
-    st.r = load_reproduction("coresched-sysbench", {{"duration", "2s"}, {"repetitions", "2"}});
+    st.r = load_reproduction("coresched-sysbench", parse_command_line_sets("--set", {"duration=2s", "repetitions=2"}));
     std::vector<nlohmann::json> records;
     const std::vector<ScenarioSpec> specs = load_sweep_specs(st.r.plan);
     for (std::size_t t = 0; t < specs.size() * st.r.plan.repetitions; ++t)
