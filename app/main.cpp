@@ -2,6 +2,7 @@
 // vcpusim's command line. Exit status: 0 success; 2 bad input (a scenario or an argument: the
 // message names file:line:col: field); 3 a model invariant was violated (the message names the
 // rule, entity, pCPU and time); 1 anything else.
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -373,9 +374,19 @@ int main(int argc, char** argv) {
         print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));
       }
       const auto recs = records_of({dir});
-      if (!repro_from.empty())  // records read as they are may not be what this reproduction would run now
+      if (!repro_from.empty()) {  // records read as they are may not be what this reproduction would run now
+        // Records of another scenario may lack the metric; that is --from's error, not a --metric
+        // nobody gave (what the compare code would say).
+        const bool has_metric = std::any_of(recs.begin(), recs.end(), [&](const nlohmann::json& rec) {
+          return rec.contains("metrics") && rec.at("metrics").contains(r.metric);
+        });
+        if (!has_metric)
+          throw app::ConfigError("<command line>", 0, 0, "--from",
+                                 "no record in " + dir + " has " + r.name + "'s metric '" + r.metric +
+                                     "' (records of another scenario?)");
         for (const auto& n : app::provenance_notes(r, recs))
           std::cerr << "reproduce: note: the records in " << dir << ": " << n << "\n";
+      }
       const app::ReproductionResult res = app::evaluate(r, recs);
       if (!repro_json.empty()) write_atomically(repro_json, app::reproduction_json(r, res).dump(2) + "\n");
       if (repro_json != "-") app::write_reproduction(std::cout, r, recs, res);

@@ -357,6 +357,13 @@ TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   const Outcome same = run("reproduce smt-corun-sysbench --set duration=3s --set repetitions=2 --from " + d);
   EXPECT_EQ(same.output.find("reproduce: note:"), std::string::npos) << same.output;
   EXPECT_EQ(run("reproduce no-such-study").status, 2);
+  // Records of another study lack its metric: --from's error (it blamed a --metric nobody gave).
+  const Outcome other = run("reproduce credit2-affinity --from " + d);
+  EXPECT_EQ(other.status, 2) << other.output;
+  EXPECT_NE(other.output.find("<command line>: --from: no record in " + d +
+                              " has credit2-affinity's metric 'vm.db.throughput'"),
+            std::string::npos)
+      << other.output;
 }
 
 TEST(CliReproduce, RowRunsOnlyThatRowAndItsBaselineAndALaterFullRunResumes) {
