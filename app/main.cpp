@@ -20,6 +20,7 @@
 #include "app/compare.h"
 #include "app/merge.h"
 #include "app/mpi_sweep.h"
+#include "app/output_paths.h"
 #include "app/perfetto_trace.h"
 #include "app/plot.h"
 #include "app/records.h"
@@ -41,22 +42,6 @@ using namespace vcpusim;
 namespace {
 
 // Replaces `path` whole, so an interrupted run leaves the previous complete file, never half of one.
-void write_atomically(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return;
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw app::ConfigError(path, 0, 0, "", "cannot write file");
-    f << text;
-    if (!f.flush()) throw app::ConfigError(path, 0, 0, "", "cannot write file");
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 // One parameter's line: its help, and for a choice the accepted names and the default.
 std::string describe_param(const sim::ParamSpec& q) {
   std::string s = "      " + q.name + ": " + q.help;
@@ -102,6 +87,8 @@ app::ScenarioSpec load_run_scenario(const std::string& file, const std::vector<a
 int cmd_run(const std::string& file, const std::vector<std::string>& sets, const std::optional<std::uint64_t>& seed,
             const std::string& duration, const std::optional<std::uint32_t>& reps, const std::string& json_path,
             const std::string& csv_path, bool quiet) {
+  if (!json_path.empty()) app::check_output_file(json_path, "--json");
+  if (!csv_path.empty()) app::check_output_file(csv_path, "--csv");
   app::ScenarioSpec spec = load_run_scenario(file, app::parse_command_line_sets("--set", sets));
   if (seed) spec.seed = *seed;
   if (!duration.empty()) {
@@ -115,11 +102,11 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
   for (std::uint32_t i = 0; i < spec.repetitions; ++i) {
     runs.push_back(app::run_scenario(spec, app::repetition_seed(spec.seed, i)));
     // Results of every finished repetition are on disk before the next one starts.
-    if (!json_path.empty()) write_atomically(json_path, app::to_json(spec, runs).dump(2) + "\n");
+    if (!json_path.empty()) app::write_atomically(json_path, app::to_json(spec, runs).dump(2) + "\n");
     if (!csv_path.empty()) {
       std::ostringstream os;
       app::write_csv(os, runs);
-      write_atomically(csv_path, os.str());
+      app::write_atomically(csv_path, os.str());
     }
   }
   if (!quiet && json_path != "-" && csv_path != "-") app::write_table(std::cout, spec, runs);
@@ -156,6 +143,11 @@ CLI::Validator whole_number(const std::string& what) {
       "0 to 2^63 - 1");
 }
 
+// A flag whose value may not be empty: CLI11 takes --json '' as given-but-empty, which the code
+// then read as not given (it wrote nothing, rc 0).
+const CLI::Validator kNonEmpty(
+    [](const std::string& v) -> std::string { return v.empty() ? std::string("is empty") : std::string(); }, "NONEMPTY");
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -170,36 +162,36 @@ int main(int argc, char** argv) {
   std::optional<std::uint64_t> seed;
   std::optional<std::uint32_t> reps;
   bool quiet = false, list = false;
-  run->add_option("SCENARIO", file, "scenario YAML file (default: the built-in default scenario)");
+  run->add_option("SCENARIO", file, "scenario YAML file (default: the built-in default scenario)")->check(kNonEmpty);
   std::vector<std::string> run_sets;
   run->add_option("--set", run_sets, "override a field of the scenario: PATH=VALUE (YAML), repeatable, e.g. host.smt=off");
   // The scenario's seed: takes [0, 2^63 - 1]; so do these. CLI11 alone would wrap "-5" into
   // 2^64 - 5, and its Range lets 2^64 - 5 itself through.
   const CLI::Validator seed_range = whole_number("a seed");
   run->add_option("--seed", seed, "master seed (overrides the scenario's seed:)")->check(seed_range);
-  run->add_option("--duration", duration, "simulated time, e.g. 10s or 500ms (overrides duration:)");
+  run->add_option("--duration", duration, "simulated time, e.g. 10s or 500ms (overrides duration:)")->check(kNonEmpty);
   run->add_option("--repetitions", reps, "number of seeds to run (overrides repetitions:)")->check(CLI::Range(1, 100000));
-  run->add_option("--json", json_path, "write results as JSON to FILE ('-': stdout); rewritten after each repetition");
-  run->add_option("--csv", csv_path, "write one CSV row per domain and repetition to FILE ('-': stdout)");
+  run->add_option("--json", json_path, "write results as JSON to FILE ('-': stdout); rewritten after each repetition")->check(kNonEmpty);
+  run->add_option("--csv", csv_path, "write one CSV row per domain and repetition to FILE ('-': stdout)")->check(kNonEmpty);
   run->add_flag("--quiet", quiet, "print no table");
   run->add_flag("--list", list, "list the scheduler policies and workload models with their parameters, and exit");
 
   auto* trace = cli.add_subcommand("trace", "Write a Chrome/Perfetto trace (JSON) of a window of a run: pCPU and vCPU tracks");
   std::string trace_file, trace_window = "0s..200ms", trace_out;
   std::optional<std::uint64_t> trace_seed;
-  trace->add_option("SCENARIO", trace_file, "scenario YAML file (default: the built-in default scenario)");
+  trace->add_option("SCENARIO", trace_file, "scenario YAML file (default: the built-in default scenario)")->check(kNonEmpty);
   std::vector<std::string> trace_sets;
   trace->add_option("--set", trace_sets, "override a field of the scenario: PATH=VALUE (YAML), repeatable");
-  trace->add_option("--window", trace_window, "simulated interval to keep, FROM..TO (default 0s..200ms)");
+  trace->add_option("--window", trace_window, "simulated interval to keep, FROM..TO (default 0s..200ms)")->check(kNonEmpty);
   trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)")->check(seed_range);
-  trace->add_option("--out", trace_out, "output file (open it in ui.perfetto.dev or chrome://tracing)")->required();
+  trace->add_option("--out", trace_out, "output file (open it in ui.perfetto.dev or chrome://tracing)")->required()->check(kNonEmpty);
 
   auto* bench = cli.add_subcommand("bench", "Measure the engine's and whole scenarios' speed (medians over repeats)");
   app::BenchOptions bo;
   std::string bench_json;
   bench->add_option("--repeats", bo.repeats, "repeats per measurement (default 5)")->check(CLI::Range(1, 1000));
   bench->add_flag("--quick", bo.quick, "short runs, for a smoke test");
-  bench->add_option("--json", bench_json, "also write the figures as JSON to FILE");
+  bench->add_option("--json", bench_json, "also write the figures as JSON to FILE")->check(kNonEmpty);
 
   auto* sweep = cli.add_subcommand("sweep", "Run a scenario's sweep (cross product x columns x repetitions) into DIR/records.jsonl; resumes");
   std::string sweep_file, out_dir;
@@ -207,7 +199,7 @@ int main(int argc, char** argv) {
   std::uint64_t max_records = 0;
   std::vector<std::string> sets;
   sweep->add_option("SCENARIO", sweep_file, "scenario YAML with sweep: and/or columns:")->required();
-  sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required();
+  sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required()->check(kNonEmpty);
   sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value");
   sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)")
       ->check(whole_number("a record count"));  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
@@ -222,7 +214,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> merge_in;
   std::string merge_out;
   merge->add_option("DIR", merge_in, "sweep output directories (or records.jsonl files)")->required();
-  merge->add_option("--out", merge_out, "output directory")->required();
+  merge->add_option("--out", merge_out, "output directory")->required()->check(kNonEmpty);
 
   auto* compare = cli.add_subcommand("compare", "Print an mmtests-style compare table from sweep records");
   std::vector<std::string> cmp_dirs;
@@ -243,12 +235,12 @@ int main(int argc, char** argv) {
   bool repro_list = false;
   unsigned repro_jobs = 0;
   std::vector<std::string> repro_sets, repro_rows;
-  repro->add_option("NAME", repro_name, "configs/reproduce/NAME.yaml (or a path)");
+  repro->add_option("NAME", repro_name, "configs/reproduce/NAME.yaml (or a path)")->check(kNonEmpty);
   repro->add_flag("--list", repro_list, "list the reproductions");
-  repro->add_option("--from", repro_from, "read finished records from DIR instead of running");
-  repro->add_option("--out", repro_out, "where to run the sweep (default: vcpusim-reproduce/NAME); resumes");
+  repro->add_option("--from", repro_from, "read finished records from DIR instead of running")->check(kNonEmpty);
+  repro->add_option("--out", repro_out, "where to run the sweep (default: vcpusim-reproduce/NAME); resumes")->check(kNonEmpty);
   repro->add_option("--jobs", repro_jobs, "parallel runs (default 0: every core)");
-  repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)");
+  repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)")->check(kNonEmpty);
   repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
   std::vector<std::vector<std::string>> repro_row_sets;
   repro->add_option("--row-set", repro_row_sets,
@@ -258,7 +250,7 @@ int main(int argc, char** argv) {
   repro->add_option("--row", repro_rows,
                     "run and compare only this published row (repeatable; a baseline row is kept), e.g. --row '2x'");
   std::string repro_plot;
-  repro->add_option("--plot", repro_plot, "also draw model beside published per row with gnuplot, to FIG.png or FIG.svg");
+  repro->add_option("--plot", repro_plot, "also draw model beside published per row with gnuplot, to FIG.png or FIG.svg")->check(kNonEmpty);
 
   auto* plot = cli.add_subcommand("plot", "Draw a metric of sweep records against a swept field with gnuplot (PNG or SVG)");
   std::vector<std::string> plot_dirs;
@@ -267,7 +259,7 @@ int main(int argc, char** argv) {
   plot->add_option("--x", po.x, "swept field on the x axis (numeric axis when every value is a number)")->required();
   plot->add_option("--y", po.metric, "record metric on the y axis: mean over repetitions, +/- 1 stddev error bars")->required();
   plot->add_option("--by", po.by, "one line per value of this swept field, or 'column' (default: the sweep's columns)");
-  plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)");
+  plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)")->check(kNonEmpty);
   plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)");
 
   try {
@@ -286,6 +278,7 @@ int main(int argc, char** argv) {
       return cmd_run(file, run_sets, seed, duration, reps, json_path, csv_path, quiet);
     }
     if (*sweep) {
+      app::ensure_output_dir(out_dir, "--out");
       app::SweepOptions so{out_dir, jobs, max_records, ::isatty(2) != 0};
       if (!shard.empty()) {
         unsigned k = 0, n = 0;
@@ -323,11 +316,13 @@ int main(int argc, char** argv) {
         po.out = ((std::filesystem::is_directory(plot_dirs.front()) ? std::filesystem::path(plot_dirs.front())
                                                                     : std::filesystem::path(plot_dirs.front()).parent_path()) /
                   "plot.png").string();
+      app::check_figure_path(po.out, "--out");
       app::plot_records(records_of(plot_dirs), po);
       std::cerr << "plot: " << po.out << "\n";
       return 0;
     }
     if (*merge) {
+      app::ensure_output_dir(merge_out, "--out");
       const app::MergeReport m = app::merge_records(merge_in, merge_out);
       std::cerr << "merge: " << m.records << " records into " << m.out_path << "; " << m.duplicates
                 << " duplicate(s) dropped; " << m.missing.size() << " of " << m.tasks_total << " tasks missing";
@@ -362,13 +357,16 @@ int main(int argc, char** argv) {
       }
       app::Reproduction r = app::load_reproduction(repro_name, app::parse_command_line_sets("--set", repro_sets), row_sets);
       app::select_rows(r, repro_rows);
-      if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");  // before the runs, not after
+      // Every output is checked before the runs, not after them.
+      if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");
+      if (!repro_json.empty()) app::check_output_file(repro_json, "--json");
       std::string dir = repro_from;
       if (dir.empty()) {
         // The default directory is per build and per scenario document, so a rebuilt vcpusim or
         // other --set values start afresh (and keep the earlier records) instead of being refused.
         dir = repro_out.empty() ? "vcpusim-reproduce/" + r.name + "/" + VCPUSIM_BUILD + "-" + r.plan.scenario_hash.substr(0, 8)
                                 : repro_out;
+        app::ensure_output_dir(dir, "--out");
         app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
         if (!repro_rows.empty()) so.only = [&r](const app::SweepRun& run) { return app::runs_published_row(r, run); };
         print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));
@@ -388,7 +386,7 @@ int main(int argc, char** argv) {
           std::cerr << "reproduce: note: the records in " << dir << ": " << n << "\n";
       }
       const app::ReproductionResult res = app::evaluate(r, recs);
-      if (!repro_json.empty()) write_atomically(repro_json, app::reproduction_json(r, res).dump(2) + "\n");
+      if (!repro_json.empty()) app::write_atomically(repro_json, app::reproduction_json(r, res).dump(2) + "\n");
       if (repro_json != "-") app::write_reproduction(std::cout, r, recs, res);
       if (!repro_plot.empty()) {
         app::plot_reproduction(r, res, repro_plot);
@@ -397,6 +395,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*trace) {
+      app::check_output_file(trace_out, "--out");
       app::ScenarioSpec spec = load_run_scenario(trace_file, app::parse_command_line_sets("--set", trace_sets));
       const auto dots = trace_window.find("..");
       std::optional<sim::Duration> from, to;
@@ -413,13 +412,14 @@ int main(int argc, char** argv) {
       app::run_scenario(spec, trace_seed ? *trace_seed : app::repetition_seed(spec.seed, 0), &tr);
       std::ostringstream os;
       tr.write(os);
-      write_atomically(trace_out, os.str());
+      app::write_atomically(trace_out, os.str());
       std::cerr << "trace: " << tr.events() << " events in [" << trace_window << "] -> " << trace_out << "\n";
       return 0;
     }
     if (*bench) {
+      if (!bench_json.empty()) app::check_output_file(bench_json, "--json");
       const auto j = app::run_bench(bo, std::cout);
-      if (!bench_json.empty()) write_atomically(bench_json, j.dump(2) + "\n");
+      if (!bench_json.empty()) app::write_atomically(bench_json, j.dump(2) + "\n");
       return 0;
     }
   } catch (const app::ConfigError& e) {

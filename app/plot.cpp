@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "app/config_error.h"
+#include "app/output_paths.h"
 #include "app/statistics.h"
 
 namespace vcpusim::app {
@@ -62,6 +63,11 @@ void check_figure_path(const std::string& out, const std::string& option) {
   if (ext != ".png" && ext != ".svg")
     throw ConfigError("<command line>", 0, 0, option,
                       "'" + out + "': the figure's extension picks the format: .png or .svg");
+  // gnuplot makes the file; its directory is made here, as run_gnuplot would, and the file must
+  // be writable (gnuplot's own failure came after the runs, as exit 1).
+  const auto parent = std::filesystem::path(out).parent_path();
+  if (!parent.empty()) ensure_output_dir(parent.string(), option);
+  check_output_file(out, option);
 }
 
 namespace {

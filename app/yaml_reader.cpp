@@ -2,6 +2,7 @@
 #include "app/yaml_reader.h"
 
 #include <charconv>
+#include <filesystem>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -85,6 +86,15 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
 }
 
 YamlReader YamlReader::load_file(const std::string& path) {
+  // Only a regular file of sane size: /dev/zero was read until memory ran out, /dev/urandom
+  // forever. (A pipe such as <(cat f.yaml) is a FIFO, read as it is: it ends.)
+  constexpr std::uintmax_t kMaxBytes = 64u << 20;
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::is_directory(st)) throw ConfigError(path, 0, 0, "", "is a directory, not a YAML file");
+  if (!ec && std::filesystem::is_character_file(st)) throw ConfigError(path, 0, 0, "", "is a device, not a YAML file");
+  if (!ec && std::filesystem::is_regular_file(st) && std::filesystem::file_size(path, ec) > kMaxBytes)
+    throw ConfigError(path, 0, 0, "", "is larger than 64 MiB; no scenario is");
   std::ifstream in(path);
   if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
   std::stringstream ss;
@@ -124,7 +134,20 @@ std::size_t invalid_utf8_at(std::string_view s) {
 // forbids it; yaml-cpp keeps both and every lookup here finds the first, so the second was
 // silently ignored), and text that is not UTF-8 (the JSON records and reports would throw on
 // it half-way through a run). yaml-cpp has already converted UTF-16 and UTF-32 input to UTF-8.
-void check_node(const YAML::Node& n, const std::string& file, const std::string& path) {
+// Aliases make a document a graph: `x: &r [*r]` contains itself, and nine lines of aliases to
+// aliases expand to 10^9 nodes ("billion laughs"). Every reader here walks the expansion, so it
+// is bounded: no scenario comes near either limit.
+constexpr int kMaxDepth = 64;
+constexpr std::size_t kMaxNodes = 1'000'000;
+
+void check_node(const YAML::Node& n, const std::string& file, const std::string& path, int depth,
+                std::size_t& nodes) {
+  if (depth > kMaxDepth || ++nodes > kMaxNodes)
+    throw ConfigError(file, line_of(n), col_of(n), path,
+                      depth > kMaxDepth ? "nested deeper than " + std::to_string(kMaxDepth) +
+                                              " levels (an alias that contains itself?)"
+                                        : "the document expands to more than " + std::to_string(kMaxNodes) +
+                                              " nodes (aliases of aliases?)");
   auto child = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
   auto check_text = [&](const YAML::Node& at, const std::string& text, const std::string& field) {
     const std::size_t bad = invalid_utf8_at(text);
@@ -145,10 +168,10 @@ void check_node(const YAML::Node& n, const std::string& file, const std::string&
                             "duplicate key (first given on line " + std::to_string(mark.line + 1) +
                                 "): a mapping holds each key once");
       seen.emplace_back(key, kv.first.Mark());
-      check_node(kv.second, file, child(key));
+      check_node(kv.second, file, child(key), depth + 1, nodes);
     }
   } else if (n.IsSequence()) {
-    for (std::size_t i = 0; i < n.size(); ++i) check_node(n[i], file, path + "[" + std::to_string(i) + "]");
+    for (std::size_t i = 0; i < n.size(); ++i) check_node(n[i], file, path + "[" + std::to_string(i) + "]", depth + 1, nodes);
   } else if (n.IsScalar()) {
     check_text(n, n.Scalar(), path);
   }
@@ -167,7 +190,8 @@ YamlReader YamlReader::load_string(const std::string& text, const std::string& n
     throw ConfigError(name, line_of(docs[1]), col_of(docs[1]), "",
                       "a second YAML document (after '---'): a file holds one document, and the rest would be ignored");
   YAML::Node n = docs.empty() ? YAML::Node() : docs[0];
-  check_node(n, name, "");
+  std::size_t nodes = 0;
+  check_node(n, name, "", 0, nodes);
   return YamlReader(n, name, "");
 }
 

@@ -187,6 +187,8 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
   const Outcome ok = run("run " + f + " --set host.smt=off --set vms.a.workload.threads=1 --json -");
   ASSERT_EQ(ok.status, 0) << ok.output;
   EXPECT_NE(ok.output.find("\"vm.a.throughput\""), std::string::npos) << ok.output;
+  const std::string trace_dir = fresh_dir("set-trace");
+  std::filesystem::create_directories(trace_dir);  // the output is checked before the scenario
   const struct {
     std::string command, message;
   } bad[] = {
@@ -195,7 +197,7 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
       {"run " + f + " --set hsot.smt=off", "<command line>: --set hsot.smt: unknown key"},
       {"run " + f + " --set 'duration=[x'", "<command line>: --set duration: not YAML"},
       {"run " + f + " --set duration", "<command line>: --set: 'duration' is not PATH=VALUE"},
-      {"trace " + f + " --out " + fresh_dir("set-trace") + "/t.json --set duration=0s",
+      {"trace " + f + " --out " + trace_dir + "/t.json --set duration=0s",
        "<command line>: --set duration: '0s' is out of range"},
       {"sweep " + f + " --out " + fresh_dir("set-sweep") + " --set duration=-5s",
        "<command line>: --set duration: '-5s' is out of range"},
@@ -209,6 +211,37 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
     EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
     EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
   }
+}
+
+// Outputs are checked before any work: an unwritable path was an uncaught filesystem error
+// (exit 1) after the runs, and a run into a directory left its .tmp file behind. An empty value
+// was read as no value (--json '' wrote nothing, exit 0).
+TEST(Cli, OutputsThatCannotBeWrittenAreExitTwoBeforeAnyRun) {
+  const std::string f = write_temp("out.yaml", kGood);
+  const std::string dir = fresh_dir("out-dir");
+  std::filesystem::create_directories(dir);
+  const std::string file = write_temp("out-file.txt", "x");
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --json " + dir, "<command line>: --json: '" + dir + "' is a directory, not a file"},
+      {"run " + f + " --csv /proc/nosuch.csv", "<command line>: --csv: '/proc/nosuch.csv' cannot be written"},
+      {"run " + f + " --json ''", "--json: is empty"},
+      {"trace " + f + " --out " + dir, "<command line>: --out: '" + dir + "' is a directory, not a file"},
+      {"sweep " + f + " --out " + file, "<command line>: --out: '" + file + "' is a file, not a directory"},
+      {"reproduce smt-corun-sysbench --out " + fresh_dir("out-rep") + " --json /proc/nosuch.json",
+       "<command line>: --json: '/proc/nosuch.json' cannot be written"},
+      {"reproduce smt-corun-sysbench --out " + fresh_dir("out-rep2") + " --plot /proc/nosuch.png",
+       "<command line>: --plot: '/proc/nosuch.png' cannot be written"},
+      {"reproduce ''", "NAME: is empty"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = run(b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+    EXPECT_EQ(o.output.find("runs done"), std::string::npos) << b.command << ": " << o.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
 }
 
 TEST(Cli, JsonAndCsvAreWritten) {

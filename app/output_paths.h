@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// This file defines the checks of output paths given on the command line (--json, --csv, --out,
+// --plot): made before any work, so that a path that cannot be written is a bad-input error
+// (exit 2) naming the option, not an uncaught filesystem error after a sweep has run, and
+// write_atomically(), how every result file is written so that an interrupted run leaves the
+// previous file whole.
+#pragma once
+
+#include <string>
+
+namespace vcpusim::app {
+
+/// `path` (given to `option`) can be written as a file: it is "-" (stdout), an existing regular
+/// file, or a new file in an existing directory where one can be created. A ConfigError on the
+/// command line naming the option otherwise.
+void check_output_file(const std::string& path, const std::string& option);
+
+/// Creates directory `dir` (given to `option`) if it is missing; a ConfigError naming the option
+/// if it cannot be, or if it is a file.
+void ensure_output_dir(const std::string& dir, const std::string& option);
+
+/// Writes `text` to `path` ("-": stdout) through `path`.tmp and a rename, so a reader never sees
+/// half a file; the temporary file does not survive a failure.
+void write_atomically(const std::string& path, const std::string& text);
+
+}  // namespace vcpusim::app
