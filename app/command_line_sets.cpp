@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "app/command_line_sets.h"
 
+#include <algorithm>
+
 #include "app/sweep.h"
 
 namespace vcpusim::app {
@@ -48,6 +50,26 @@ ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, con
     return ConfigError("<command line>", 0, 0, it->option + " " + it->path, e.message() + at);
   }
   return e;
+}
+
+}  // namespace vcpusim::app
+
+namespace vcpusim::app {
+
+void check_sets_reach_a_run(const std::vector<CommandLineSet>& sets, const SweepPlan& plan) {
+  for (const CommandLineSet& set : sets) {
+    const std::string field = override_field(plan.base, set.path);
+    const bool overridden_everywhere =
+        !plan.runs.empty() && std::all_of(plan.runs.begin(), plan.runs.end(), [&](const SweepRun& run) {
+          return std::any_of(run.sources.begin(), run.sources.end(), [&](const auto& src) {
+            return field_within(field, override_field(plan.base, src.first));
+          });
+        });
+    if (overridden_everywhere)
+      throw ConfigError("<command line>", 0, 0, set.option + " " + set.path,
+                        "the sweep or a column sets this field in every run, so this value would never be used; "
+                        "change the sweep instead");
+  }
 }
 
 }  // namespace vcpusim::app

@@ -37,4 +37,10 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
 ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, const YAML::Node& base,
                                     const ConfigError& e);
 
+struct SweepPlan;
+
+/// Refuses a set that no run of `plan` keeps: one whose field every run's sweep or column
+/// overrides (`--set vms.web.count=abc` on a sweep of vms.web.count was dropped unread, exit 0).
+void check_sets_reach_a_run(const std::vector<CommandLineSet>& sets, const SweepPlan& plan);
+
 }  // namespace vcpusim::app

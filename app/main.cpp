@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "app/build_id.h"
 #include "app/bench.h"
@@ -305,6 +306,7 @@ int main(int argc, char** argv) {
       const app::YamlReader file_root = app::YamlReader::load_file(sweep_file);
       try {
         const app::SweepPlan plan = app::expand_sweep(app::apply_command_line_sets(file_root, set_list));
+        app::check_sets_reach_a_run(set_list, plan);
         print_sweep_summary(app::run_sweep(plan, so, std::cerr));
       } catch (const app::ConfigError& e) {
         throw app::blame_command_line_sets(set_list, file_root.node(), e);
@@ -405,6 +407,10 @@ int main(int argc, char** argv) {
       }
       if (!from || !to || *from < 0 || *to <= *from)
         throw app::ConfigError("<command line>", 0, 0, "--window", "'" + trace_window + "' is not FROM..TO such as 0s..200ms");
+      if (*from >= spec.duration)  // an empty trace, exit 0, was all it gave
+        throw app::ConfigError("<command line>", 0, 0, "--window",
+                               "'" + trace_window + "' starts at or after the end of the run (" +
+                                   fmt::format("{:g}", sim::to_seconds(spec.duration)) + " s simulated)");
       // The run only needs to last until the window closes.
       spec.duration = std::min(spec.duration, *to);
       if (spec.warmup >= spec.duration) spec.warmup = spec.host.warmup = 0;

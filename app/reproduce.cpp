@@ -213,8 +213,10 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
     p.value = value.as_double();
     // The model is set beside it as a % difference, which a 0 cannot divide (it was shown as a
     // perfect match); and the throughputs and times that publications print are positive.
-    if (p.value <= 0)
-      value.fail(fmt::format("expected a positive figure (the model's difference is a percentage of it), got {:g}", p.value));
+    // A subnormal one (1e-320) divides into +inf%.
+    if (p.value <= 0 || !std::isnormal(p.value))
+      value.fail(fmt::format("expected a positive figure (the model's difference is a percentage of it), got {}",
+                             value.node().Scalar()));
     p.stddev = c.get_double("stddev", -1, 0, 1e300);
     p.note = c.get_string("note", "");
     r.published.push_back(p);
@@ -224,6 +226,7 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
     ex.require_sequence();
     for (std::size_t i = 0; i < ex.size(); ++i) r.explain.push_back(ex.at(i).as_string());
   }
+  root.at("scenario").require_map();  // here, at its line: the copy below has none
   YAML::Node scen = apply_command_line_sets(root.at("scenario"), overrides).node();
   // Every option that put a value in the scenario, to blame an error found in one on it.
   std::vector<CommandLineSet> blame = overrides;
@@ -254,6 +257,7 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   }
   try {
     r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
+    check_sets_reach_a_run(overrides, r.plan);
     if (std::find(r.plan.axes.begin(), r.plan.axes.end(), r.rows) == r.plan.axes.end())
       root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
     check_published(r, pub);

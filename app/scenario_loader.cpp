@@ -3,6 +3,7 @@
 // ("Scenario files"); every key is checked here: unknown keys, wrong types and out-of-range
 // values are ConfigErrors that name file, line, column and field.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -206,13 +207,15 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
     else if (how == "follow-affinity" || auto_nodes.empty()) spread_over(all);
     else spread_over(auto_nodes);  // striped over the chosen nodes, as get_free_buddy rotates
   } else if (how.rfind("node:", 0) == 0) {
-    try {
-      const auto n = static_cast<std::uint32_t>(std::stoul(how.substr(5)));
-      if (n >= nodes) at.fail("node " + std::to_string(n) + " does not exist (the machine has " + std::to_string(nodes) + ")");
-      m[n] = 1.0;
-    } catch (const std::logic_error&) {
-      at.fail("'" + how + "': expected node:N");
-    }
+    // The whole rest is the number: stoul read node:1e3, node:1.9 and node:1abc as node 1, and
+    // node:-1 as node 4294967295.
+    const std::string_view digits = std::string_view(how).substr(5);
+    std::uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty())
+      at.fail("'" + how + "': expected node:N, N a node number");
+    if (n >= nodes) at.fail("node " + std::to_string(n) + " does not exist (the machine has " + std::to_string(nodes) + ")");
+    m[n] = 1.0;
   } else {
     at.fail("'" + how + "' is not a placement (auto, follow-affinity, interleave, node:N)");
   }
@@ -496,7 +499,8 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   ScenarioSpec s;
   s.file = root.file();
   s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());
-  if (s.name.empty()) root.at("name").fail("a scenario's name is not empty (it names the records and reports)");
+  if (s.name.find_first_not_of(" \t") == std::string::npos)
+    root.at("name").fail("a scenario's name is not blank (it names the records and reports)");
   s.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
   s.duration = root.get_duration("duration", sim::seconds(10), sim::us(1), kMaxDuration);
   s.warmup = root.get_duration("warmup", 0, 0, kMaxDuration);

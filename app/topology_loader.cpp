@@ -124,6 +124,7 @@ topo::TopologySpec spec_from_map(const YamlReader& m, const std::string& default
           "node_bandwidth_mbps", "remote_bandwidth_ratio"});
   topo::TopologySpec s;
   s.name = m.get_string("name", default_name);
+  if (s.name.find_first_not_of(" \t") == std::string::npos) m.at("name").fail("a topology's name is not blank (reports print it)");
   s.sockets = get_count(m, "sockets", kMaxCount);
   s.cores_per_socket = get_count(m, "cores_per_socket", kMaxCount);
   s.threads_per_core = get_count(m, "threads_per_core", kMaxThreadsPerCore);

@@ -216,6 +216,36 @@ TEST(Reproduce, PublishedValueThatIsNotPositiveIsAnError) {
                                 "(the model's difference is a percentage of it), got -1");
   EXPECT_EQ(load_error("inf", "value: 852.50", "value: .inf"),
             repro_path("inf") + ":22:38: published[1].value: expected a number, got '.inf'");
+  // Positive but subnormal: the difference was +inf%.
+  EXPECT_EQ(load_error("tiny", "value: 852.50", "value: 1e-320"),
+            repro_path("tiny") + ":22:38: published[1].value: expected a positive figure "
+                                 "(the model's difference is a percentage of it), got 1e-320");
+}
+
+// The scenario's copy has no lines, so its shape is checked where it is written.
+TEST(Reproduce, ScenarioThatIsNotAMappingIsAnErrorAtItsLine) {
+  const std::string path = repro_path("scen-list");
+  std::ofstream(path) << "source: a test\nmetric: bm.cpu.throughput\nrows: case\nscenario:\n  - name: t\n"
+                         "published:\n  - {row: Alone, value: 1}\n";
+  try {
+    load_reproduction(path, {});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":5:3: scenario: expected a mapping");
+  }
+}
+
+// A --set whose field the sweep sets in every run was dropped unread (exit 0).
+TEST(Reproduce, SetThatEverySweepPointOverridesIsAnError) {
+  try {
+    load_reproduction("credit2-affinity", parse_command_line_sets("--set", {"vms.db.count=3"}));
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "<command line>: --set vms.db.count: the sweep or a column sets this field in every run, so this "
+              "value would never be used; change the sweep instead");
+  }
+  EXPECT_NO_THROW(load_reproduction("credit2-affinity", parse_command_line_sets("--set", {"vms.db.vcpus=2"})));
 }
 
 TEST(Reproduce, PublishedStddevThatIsNegativeOrNotFiniteIsAnError) {

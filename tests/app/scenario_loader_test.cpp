@@ -274,7 +274,44 @@ TEST(ScenarioLoader, SizesBeyondEightExbibytesAndEmptyNamesAreErrors) {
   EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, memory: {size: 1e30GiB}, workload: {kind: sysbench-cpu}}\n"),
             "t.yaml:3:40: vms[0].memory.size: expected a size such as 512MiB or 1GiB (below 8 EiB), got '1e30GiB'");
   EXPECT_EQ(test::error_of("name: \"\"\n" + kOneVm),
-            "t.yaml:1:7: name: a scenario's name is not empty (it names the records and reports)");
+            "t.yaml:1:7: name: a scenario's name is not blank (it names the records and reports)");
+}
+
+// stoul read node:1e3 as node 1 and node:-1 as node 4294967295.
+TEST(ScenarioLoader, MemoryPlacementNodeIsAWholeNumber) {
+  for (const char* bad : {"node:1e3", "node:1.9", "node:1abc", "node:+1", "node:-1", "node:"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_NE(test::error_of("topology: xeon-x5570-2s\nvms:\n  - {name: a, vcpus: 1, memory: {placement: '" +
+                             std::string(bad) + "'}, workload: {kind: sysbench-cpu}}\n")
+                  .find("vms[0].memory.placement: '" + std::string(bad) + "': expected node:N, N a node number"),
+              std::string::npos);
+  }
+  EXPECT_EQ(test::error_of("topology: xeon-x5570-2s\nvms:\n  - {name: a, vcpus: 1, memory: {placement: 'node:1'}, "
+                           "workload: {kind: sysbench-cpu}}\n"),
+            "no error");
+}
+
+TEST(ScenarioLoader, BlankNamesAreErrors) {
+  EXPECT_EQ(test::error_of("name: \"   \"\n" + kOneVm),
+            "t.yaml:1:7: name: a scenario's name is not blank (it names the records and reports)");
+  EXPECT_NE(test::error_of("topology: {name: \" \", sockets: 1, cores_per_socket: 1, threads_per_core: 2, nodes: 1}\n"
+                           "vms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n")
+                .find("topology.name: a topology's name is not blank"),
+            std::string::npos);
+}
+
+// An alias that contains itself sent the load-time walk into unbounded recursion (SIGSEGV), and
+// aliases of aliases ("billion laughs", 9 lines) into exponential time.
+TEST(ScenarioLoader, AliasGraphsAreBounded) {
+  EXPECT_NE(test::error_of("x: &r [*r]\n").find("nested deeper than 64 levels (an alias that contains itself?)"),
+            std::string::npos);
+  std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 8; ++i) {
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) laughs += (k ? ", *l" : "*l") + std::to_string(i - 1);
+    laughs += "]\n";
+  }
+  EXPECT_NE(test::error_of(laughs).find("the document expands to more than 1000000 nodes"), std::string::npos);
 }
 
 }  // namespace

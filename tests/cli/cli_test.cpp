@@ -205,6 +205,11 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
        "<command line>: --set duration: not YAML"},
       {"reproduce smt-corun-sysbench --out " + fresh_dir("set-rep2") + " --set duration=-5s",
        "<command line>: --set duration: '-5s' is out of range"},
+      {"sweep " + write_temp("set-swept.yaml", std::string(kGood) + "sweep:\n  vms.a.vcpus: [1, 2]\n") + " --out " +
+           fresh_dir("set-swept") + " --set vms.a.vcpus=abc",
+       "<command line>: --set vms.a.vcpus: the sweep or a column sets this field in every run"},
+      {"trace " + f + " --out " + trace_dir + "/late.json --window 5s..10s",
+       "<command line>: --window: '5s..10s' starts at or after the end of the run (0.2 s simulated)"},
   };
   for (const auto& b : bad) {
     const Outcome o = run(b.command);
