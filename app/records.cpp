@@ -15,6 +15,12 @@ RecordKey key_of(const nlohmann::json& r) {
 
 std::vector<nlohmann::json> read_records(const std::string& path) {
   std::vector<nlohmann::json> out;
+  // Records are files sweeps wrote: a device (/dev/zero was read for seconds, then "0 records")
+  // or a directory is not one.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) && !std::filesystem::is_fifo(st))
+    throw ConfigError(path, 0, 0, "", "is not a records file (records.jsonl) or a sweep directory");
   std::ifstream in(path);
   if (!in) return out;
   std::string line;
