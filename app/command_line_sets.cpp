@@ -52,10 +52,6 @@ ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, con
   return e;
 }
 
-}  // namespace vcpusim::app
-
-namespace vcpusim::app {
-
 void check_sets_reach_a_run(const std::vector<CommandLineSet>& sets, const SweepPlan& plan) {
   for (const CommandLineSet& set : sets) {
     const std::string field = override_field(plan.base, set.path);
