@@ -2,6 +2,7 @@
 #include "app/command_line_sets.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "app/sweep.h"
 
@@ -12,12 +13,23 @@ CommandLineSet parse_command_line_set(const std::string& option, const std::stri
   if (eq == std::string::npos || eq == 0)
     throw ConfigError("<command line>", 0, 0, option, "'" + text + "' is not PATH=VALUE");
   CommandLineSet s{option, text.substr(0, eq), {}};
+  check_dotted_path(s.path, YamlReader(YAML::Node(), "<command line>", option));
+  // Inside a column's or a sweep entry's overrides the keys are dotted paths themselves, which a
+  // dotted --set path cannot name: columns.smt-on.host.smt=off made a new `host: {smt: off}` and
+  // dropped the column's scheduler. Whole entries only.
+  const auto first = s.path.substr(0, s.path.find('.'));
+  if ((first == "sweep" || first == "columns") && std::count(s.path.begin(), s.path.end(), '.') > 1)
+    throw ConfigError("<command line>", 0, 0, option + " " + s.path,
+                      "a path may go no deeper than " + first + ".ENTRY: inside, the keys are dotted paths, which a "
+                      "dotted path cannot name; give the whole entry, e.g. --set '" + first + ".ENTRY={host.smt: off}'");
   try {
-    // Without marks: YAML::Load's would say line 1, col 1, which an error would then place in
-    // the scenario file.
-    s.value = copy_without_marks(YAML::Load(text.substr(eq + 1)));
-  } catch (const YAML::Exception& e) {
-    throw ConfigError("<command line>", 0, 0, option + " " + s.path, "not YAML: " + e.msg);
+    // Through the same checks as a file (repeated keys, a second document, UTF-8, alias depth
+    // and size: a self-containing alias here crashed the run), then without marks: the value's
+    // own would say line 1, col 1, which an error would then place in the scenario file.
+    s.value = copy_without_marks(YamlReader::load_string(text.substr(eq + 1), "<command line>").node());
+  } catch (const ConfigError& e) {
+    const std::string inside = e.field().empty() ? "" : " (at " + e.field() + ")";
+    throw ConfigError("<command line>", 0, 0, option + " " + s.path, e.message() + inside);
   }
   return s;
 }
@@ -52,15 +64,19 @@ ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, con
   return e;
 }
 
-void check_sets_reach_a_run(const std::vector<CommandLineSet>& sets, const SweepPlan& plan) {
+void check_sets_reach_a_run(const std::vector<CommandLineSet>& sets, const SweepPlan& plan,
+                            const std::function<bool(const SweepRun&)>& among) {
   for (const CommandLineSet& set : sets) {
     const std::string field = override_field(plan.base, set.path);
-    const bool overridden_everywhere =
-        !plan.runs.empty() && std::all_of(plan.runs.begin(), plan.runs.end(), [&](const SweepRun& run) {
-          return std::any_of(run.sources.begin(), run.sources.end(), [&](const auto& src) {
-            return field_within(field, override_field(plan.base, src.first));
-          });
-        });
+    // A run that keeps the value: one of `among` where no other override covers the field (an
+    // override of exactly this path is the set itself, for a --row-set).
+    const bool overridden_everywhere = std::none_of(plan.runs.begin(), plan.runs.end(), [&](const SweepRun& run) {
+      if (among && !among(run)) return false;
+      return std::none_of(run.sources.begin(), run.sources.end(), [&](const auto& src) {
+        const bool itself = among && src.first == set.path && src.second.node().is(set.value);
+        return !itself && field_within(field, override_field(plan.base, src.first));
+      });
+    });
     if (overridden_everywhere)
       throw ConfigError("<command line>", 0, 0, set.option + " " + set.path,
                         "the sweep or a column sets this field in every run, so this value would never be used; "

@@ -7,6 +7,7 @@
 // never was in.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,12 @@ ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, con
                                     const ConfigError& e);
 
 struct SweepPlan;
+struct SweepRun;
 
 /// Refuses a set that no run of `plan` keeps: one whose field every run's sweep or column
 /// overrides (`--set vms.web.count=abc` on a sweep of vms.web.count was dropped unread, exit 0).
-void check_sets_reach_a_run(const std::vector<CommandLineSet>& sets, const SweepPlan& plan);
+/// With `among`, only those runs count (a --row-set's row).
+void check_sets_reach_a_run(const std::vector<CommandLineSet>& sets, const SweepPlan& plan,
+                            const std::function<bool(const SweepRun&)>& among = {});
 
 }  // namespace vcpusim::app

@@ -229,7 +229,7 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   root.at("scenario").require_map();  // here, at its line: the copy below has none
   YAML::Node scen = apply_command_line_sets(root.at("scenario"), overrides).node();
   // Every option that put a value in the scenario, to blame an error found in one on it.
-  std::vector<CommandLineSet> blame = overrides;
+  std::vector<CommandLineSet> blame = overrides, row_blame;
   if (!row_overrides.empty()) {
     // The rows' entries are copied before they change: `scen` shares them with the loaded file.
     const YAML::Node sweep = scen["sweep"];
@@ -247,8 +247,13 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
       }
       YAML::Node entry = lookup[o.row].IsMap() ? shallow_copy(lookup[o.row]) : YAML::Node(YAML::NodeType::Map);
       const CommandLineSet set = parse_command_line_set("--row-set '" + o.row + "'", o.path + "=" + o.value);
+      // Beside the row's own keys these two are the entry's reserved words (sweep.h), not paths.
+      if (o.path == "only" || o.path == "columns")
+        throw ConfigError("<command line>", 0, 0, set.option + " " + o.path,
+                          "'" + o.path + "' is a sweep entry's reserved key, not a path into the scenario");
       entry[o.path] = set.value;
       blame.push_back(set);
+      row_blame.push_back(set);
       rows_copy[o.row] = entry;
     }
     YAML::Node sweep_copy = shallow_copy(sweep);
@@ -258,6 +263,10 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   try {
     r.plan = expand_sweep(YamlReader(scen, path, "scenario"));
     check_sets_reach_a_run(overrides, r.plan);
+    for (std::size_t i = 0; i < row_overrides.size(); ++i)  // each among its own row's runs
+      check_sets_reach_a_run({row_blame[i]}, r.plan, [&](const SweepRun& run) {
+        return run.point.contains(r.rows) && run.point.at(r.rows) == row_overrides[i].row;
+      });
     if (std::find(r.plan.axes.begin(), r.plan.axes.end(), r.rows) == r.plan.axes.end())
       root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
     check_published(r, pub);

@@ -21,10 +21,17 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+}  // namespace
+
 void check_dotted_path(const std::string& path, const YamlReader& at) {
-  for (const auto& p : split_path(path))
+  const auto parts = split_path(path);
+  for (const auto& p : parts)
     if (p.empty()) at.fail("'" + path + "' is not a dotted path such as vms.db.count");
+  // A document is at most 64 levels deep (yaml_reader.cpp); 20,000 parts crashed a sweep.
+  if (parts.size() > 64) at.fail("a dotted path of " + std::to_string(parts.size()) + " parts; at most 64");
 }
+
+namespace {
 
 bool parse_index(const std::string& s, std::size_t& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -461,6 +468,53 @@ SweepPlan expand_sweep(const YamlReader& root) {
     columns.push_back(Column{"", {}});
   }
   for (const auto& c : columns) plan.columns.push_back(c.label);
+
+  // An override applied after another that covers its field (the same one, `vms.0.count` for
+  // `vms.web.count`, or a whole `vms.web`) makes the earlier value vanish while the point still
+  // names it: two zip groups on one field ran the second's values under the first's labels, and
+  // pairs of points shared keys and so seeds. Axes apply in order, then the column; a later
+  // override inside an earlier one's field (a column setting workload.lock of a swept workload)
+  // refines it and is fine.
+  {
+    struct Setter {
+      std::string field;  // as the loader names it
+      std::string path;
+      const YamlReader* where;
+      std::string owner;  // for the message
+    };
+    std::vector<std::vector<Setter>> by_stage;  // axes in order
+    for (const Axis& ax : axes) {
+      std::vector<Setter> st;
+      for (std::size_t i = 0; i < ax.overrides.size(); ++i)
+        for (const Override& o : ax.overrides[i])
+          st.push_back(Setter{override_field(root.node(), o.path), o.path, &o.where, "the axis '" + ax.fields.front() + "'"});
+      by_stage.push_back(std::move(st));
+    }
+    auto lost = [](const Setter& earlier, const Setter& later) { return field_within(earlier.field, later.field); };
+    for (std::size_t b = 0; b < by_stage.size(); ++b) {
+      // Within one zip group the fields move together, so any overlap drops one of them.
+      for (std::size_t i = 0; i < by_stage[b].size(); ++i)
+        for (std::size_t j = 0; j < by_stage[b].size(); ++j)
+          if (i != j && by_stage[b][i].path != by_stage[b][j].path && lost(by_stage[b][i], by_stage[b][j]))
+            by_stage[b][j].where->fail("'" + by_stage[b][j].path + "' covers '" + by_stage[b][i].path +
+                                       "', which the same zip group sets: one value would be lost");
+      for (std::size_t a = 0; a < b; ++a)
+        for (const Setter& e : by_stage[a])
+          for (const Setter& l : by_stage[b])
+            if (lost(e, l))
+              l.where->fail("'" + l.path + "' covers '" + e.path + "', which " + e.owner +
+                            " sets first: the runs would not have the values their points name");
+    }
+    for (const Column& col : columns)
+      for (const Override& o : col.overrides) {
+        const std::string field = override_field(root.node(), o.path);
+        for (const auto& stage : by_stage)
+          for (const Setter& e : stage)
+            if (field_within(e.field, field))
+              o.where.fail("'" + o.path + "' covers '" + e.path + "', which " + e.owner +
+                           " sweeps: the column would overwrite the values the points name");
+      }
+  }
 
   // `only:` and `columns:` of labelled entries must name axes, values and columns that exist.
   auto axis_named = [&](const std::string& name) -> const Axis* {

@@ -86,6 +86,9 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
 /// A deep copy sharing nothing with `n` (so no node pool with it), every node without a line.
 YAML::Node copy_without_marks(const YAML::Node& n);
 
+/// Fails at `at` unless `path` is a dotted path: no empty part, at most 64 parts.
+void check_dotted_path(const std::string& path, const YamlReader& at);
+
 /// A new container whose entries share the originals (marks kept); see apply_override.
 YAML::Node shallow_copy(const YAML::Node& n);
 

@@ -235,6 +235,30 @@ TEST(Reproduce, ScenarioThatIsNotAMappingIsAnErrorAtItsLine) {
   }
 }
 
+// A --row-set goes through the --set checks, among its row's runs only; `only` and `columns`
+// are the entry's reserved keys. Each was dropped or misread with exit 0.
+TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
+  auto error_of_row_set = [](const std::string& path, const std::string& value) {
+    try {
+      load_reproduction("coresched-sysbench", {}, {RowOverride{"Alone", path, value}});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Every column sets the cookies, so the row's value would be overwritten: the sweep's own
+  // collision check finds it first, at the column that would overwrite it.
+  EXPECT_NE(error_of_row_set("baremetal.cpu.cookie", "1")
+                .find("scenario.columns.no-tag.baremetal.cpu.cookie: 'baremetal.cpu.cookie' covers "
+                      "'baremetal.cpu.cookie', which the axis 'case' sweeps: the column would overwrite"),
+            std::string::npos);
+  EXPECT_EQ(error_of_row_set("only", "{case: [nosmt]}"),
+            "<command line>: --row-set 'Alone' only: 'only' is a sweep entry's reserved key, not a path into the scenario");
+  EXPECT_EQ(error_of_row_set("baremetal..count", "1"),
+            "<command line>: --row-set 'Alone': 'baremetal..count' is not a dotted path such as vms.db.count");
+  EXPECT_EQ(error_of_row_set("guest.hz", "1000"), "no error");
+}
+
 // A --set whose field the sweep sets in every run was dropped unread (exit 0).
 TEST(Reproduce, SetThatEverySweepPointOverridesIsAnError) {
   try {

@@ -239,3 +239,29 @@ TEST(Sweep, RunLeftWithoutVmsNamesItsPoint) {
 
 }  // namespace
 }  // namespace vcpusim::app
+
+namespace vcpusim::app {
+namespace {
+
+// An override that covers a field an earlier one set makes the earlier value vanish while the
+// point still names it (two zip groups on one field ran the second's values under the first's
+// labels, with repeated point keys and so repeated seeds).
+TEST(Sweep, OverridesThatOverwriteAnotherAxisOrColumnAreErrors) {
+  const std::string base = "name: s\ntopology: desktop-4c8t\nvms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_NE(sweep_error_of(base + "sweep:\n  zip:\n    - {vms.a.count: [1, 2]}\n    - {vms.a.count: [3, 4]}\n")
+                .find("'vms.a.count' covers 'vms.a.count', which the axis 'vms.a.count' sets first"),
+            std::string::npos);
+  EXPECT_NE(sweep_error_of(base + "sweep:\n  zip:\n    - {vms.a.count: [1, 2], vms.0.count: [3, 4]}\n")
+                .find("'vms.0.count' covers 'vms.a.count', which the same zip group sets"),
+            std::string::npos);
+  EXPECT_NE(sweep_error_of(base + "sweep:\n  vms.a.count: [1, 2]\ncolumns:\n  x: {vms.a: {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}}\n")
+                .find("'vms.a' covers 'vms.a.count', which the axis 'vms.a.count' sweeps"),
+            std::string::npos);
+  // A later override inside an earlier one's field refines it.
+  EXPECT_EQ(sweep_error_of(base + "sweep:\n  vms.a.workload: [{kind: sysbench-cpu}, {kind: sysbench-memory}]\n"
+                                  "columns:\n  x: {vms.a.workload.threads: 2}\n"),
+            "no error");
+}
+
+}  // namespace
+}  // namespace vcpusim::app

@@ -187,6 +187,8 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
   const Outcome ok = run("run " + f + " --set host.smt=off --set vms.a.workload.threads=1 --json -");
   ASSERT_EQ(ok.status, 0) << ok.output;
   EXPECT_NE(ok.output.find("\"vm.a.throughput\""), std::string::npos) << ok.output;
+  std::string long_path = "a";  // 65 parts: 20,000 once crashed a sweep
+  for (int i = 0; i < 64; ++i) long_path += ".a";
   const std::string trace_dir = fresh_dir("set-trace");
   std::filesystem::create_directories(trace_dir);  // the output is checked before the scenario
   const struct {
@@ -195,19 +197,29 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
       {"run " + f + " --set duration=-5s", "<command line>: --set duration: '-5s' is out of range"},
       {"run " + f + " --set vms.a.vcpus=0", "<command line>: --set vms.a.vcpus: 0 is out of range [1, 4096]"},
       {"run " + f + " --set hsot.smt=off", "<command line>: --set hsot.smt: unknown key"},
-      {"run " + f + " --set 'duration=[x'", "<command line>: --set duration: not YAML"},
+      {"run " + f + " --set 'duration=[x'", "<command line>: --set duration: YAML syntax error"},
       {"run " + f + " --set duration", "<command line>: --set: 'duration' is not PATH=VALUE"},
       {"trace " + f + " --out " + trace_dir + "/t.json --set duration=0s",
        "<command line>: --set duration: '0s' is out of range"},
       {"sweep " + f + " --out " + fresh_dir("set-sweep") + " --set duration=-5s",
        "<command line>: --set duration: '-5s' is out of range"},
       {"reproduce smt-corun-sysbench --out " + fresh_dir("set-rep") + " --set 'duration=[x'",
-       "<command line>: --set duration: not YAML"},
+       "<command line>: --set duration: YAML syntax error"},
       {"reproduce smt-corun-sysbench --out " + fresh_dir("set-rep2") + " --set duration=-5s",
        "<command line>: --set duration: '-5s' is out of range"},
       {"sweep " + write_temp("set-swept.yaml", std::string(kGood) + "sweep:\n  vms.a.vcpus: [1, 2]\n") + " --out " +
            fresh_dir("set-swept") + " --set vms.a.vcpus=abc",
        "<command line>: --set vms.a.vcpus: the sweep or a column sets this field in every run"},
+      // A value passes the checks a file does: a self-containing alias crashed the run, a
+      // repeated key or a second document was dropped, a byte that is not UTF-8 made exit 1.
+      {"run " + f + " --set 'x=&r [*r]'", "<command line>: --set x: nested deeper than 64 levels"},
+      {"run " + f + " --set 'vms.a.workload={kind: sysbench-cpu, threads: 1, threads: 2}'",
+       "<command line>: --set vms.a.workload: duplicate key"},
+      {"run " + f + " --set 'name=\xff'", "<command line>: --set name: not UTF-8 text"},
+      {"run " + f + " --set " + long_path + "=1", "<command line>: --set: a dotted path of 65 parts; at most 64"},
+      // Inside a column's overrides the keys are dotted paths a --set path cannot name.
+      {"sweep " + f + " --out " + fresh_dir("set-col") + " --set columns.x.host.smt=off",
+       "<command line>: --set columns.x.host.smt: a path may go no deeper than columns.ENTRY"},
       {"trace " + f + " --out " + trace_dir + "/late.json --window 5s..10s",
        "<command line>: --window: '5s..10s' starts at or after the end of the run (0.2 s simulated)"},
   };
