@@ -8,11 +8,16 @@
 
 namespace vcpusim::app {
 
-CommandLineSet parse_command_line_set(const std::string& option, const std::string& text) {
+std::pair<std::string, std::string> split_path_value(const std::string& option, const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw ConfigError("<command line>", 0, 0, option, "'" + text + "' is not PATH=VALUE");
-  CommandLineSet s{option, text.substr(0, eq), {}};
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+CommandLineSet parse_command_line_set(const std::string& option, const std::string& text) {
+  auto [path, value_text] = split_path_value(option, text);
+  CommandLineSet s{option, std::move(path), {}};
   check_dotted_path(s.path, YamlReader(YAML::Node(), "<command line>", option));
   // Inside a column's or a sweep entry's overrides the keys are dotted paths themselves, which a
   // dotted --set path cannot name: columns.smt-on.host.smt=off made a new `host: {smt: off}` and
@@ -26,7 +31,7 @@ CommandLineSet parse_command_line_set(const std::string& option, const std::stri
     // Through the same checks as a file (repeated keys, a second document, UTF-8, alias depth
     // and size: a self-containing alias here crashed the run), then without marks: the value's
     // own would say line 1, col 1, which an error would then place in the scenario file.
-    s.value = copy_without_marks(YamlReader::load_string(text.substr(eq + 1), "<command line>").node());
+    s.value = copy_without_marks(YamlReader::load_string(value_text, "<command line>").node());
   } catch (const ConfigError& e) {
     const std::string inside = e.field().empty() ? "" : " (at " + e.field() + ")";
     throw ConfigError("<command line>", 0, 0, option + " " + s.path, e.message() + inside);

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -23,6 +24,10 @@ struct CommandLineSet {
   std::string path;    ///< dotted path into the scenario (sweep.h's rules)
   YAML::Node value;    ///< parsed VALUE; its nodes have no line (they are in no file)
 };
+
+/// Splits "PATH=VALUE" given to `option` at its first '='; a missing '=' or PATH is a
+/// ConfigError on the command line naming the option.
+std::pair<std::string, std::string> split_path_value(const std::string& option, const std::string& text);
 
 /// Parses "PATH=VALUE" given to `option`. A missing '=' or PATH, or a VALUE that is not YAML, is a
 /// ConfigError on the command line naming the option.

@@ -352,10 +352,8 @@ int main(int argc, char** argv) {
       for (const auto& rs : repro_row_sets) {
         if (rs.size() != 2)
           throw app::ConfigError("<command line>", 0, 0, "--row-set", "takes two values, ROW and PATH=VALUE");
-        const auto eq = rs[1].find('=');
-        if (eq == std::string::npos || eq == 0)
-          throw app::ConfigError("<command line>", 0, 0, "--row-set", "'" + rs[1] + "' is not PATH=VALUE");
-        row_sets.push_back({rs[0], rs[1].substr(0, eq), rs[1].substr(eq + 1)});
+        const auto [path, value] = app::split_path_value("--row-set", rs[1]);
+        row_sets.push_back({rs[0], path, value});
       }
       app::Reproduction r = app::load_reproduction(repro_name, app::parse_command_line_sets("--set", repro_sets), row_sets);
       app::select_rows(r, repro_rows);
