@@ -54,6 +54,17 @@ std::string repro_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("vcpusim-reproduce-test-" + name + ".yaml")).string();
 }
 
+/// The ConfigError text loading `name_or_path` with these options gives; "no error" if it loads.
+std::string error_loading(const std::string& name_or_path, const std::vector<CommandLineSet>& sets = {},
+                          const std::vector<RowOverride>& rows = {}) {
+  try {
+    load_reproduction(name_or_path, sets, rows);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 /// The ConfigError text of kRepro with `from` replaced by `to`, written as repro_path(name);
 /// "no error" if it loads.
 std::string load_error(const std::string& name, const std::string& from, const std::string& to) {
@@ -63,12 +74,7 @@ std::string load_error(const std::string& name, const std::string& from, const s
   if (at != std::string::npos) yaml.replace(at, from.size(), to);
   const std::string path = repro_path(name);
   std::ofstream(path) << yaml;
-  std::string error = "no error";
-  try {
-    load_reproduction(path, {});
-  } catch (const ConfigError& e) {
-    error = e.what();
-  }
+  const std::string error = error_loading(path);
   std::filesystem::remove(path);
   return error;
 }
@@ -227,24 +233,14 @@ TEST(Reproduce, ScenarioThatIsNotAMappingIsAnErrorAtItsLine) {
   const std::string path = repro_path("scen-list");
   std::ofstream(path) << "source: a test\nmetric: bm.cpu.throughput\nrows: case\nscenario:\n  - name: t\n"
                          "published:\n  - {row: Alone, value: 1}\n";
-  try {
-    load_reproduction(path, {});
-    ADD_FAILURE() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), path + ":5:3: scenario: expected a mapping");
-  }
+  EXPECT_EQ(error_loading(path), path + ":5:3: scenario: expected a mapping");
 }
 
 // A --row-set goes through the --set checks, among its row's runs only; `only` and `columns`
 // are the entry's reserved keys. Each was dropped or misread with exit 0.
 TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
   auto error_of_row_set = [](const std::string& path, const std::string& value) {
-    try {
-      load_reproduction("coresched-sysbench", {}, {RowOverride{"Alone", path, value}});
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return error_loading("coresched-sysbench", {}, {RowOverride{"Alone", path, value}});
   };
   // Every column sets the cookies, so the row's value would be overwritten: the sweep's own
   // collision check finds it first, at the column that would overwrite it.
@@ -261,14 +257,9 @@ TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
 
 // A --set whose field the sweep sets in every run was dropped unread (exit 0).
 TEST(Reproduce, SetThatEverySweepPointOverridesIsAnError) {
-  try {
-    load_reproduction("credit2-affinity", parse_command_line_sets("--set", {"vms.db.count=3"}));
-    ADD_FAILURE() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "<command line>: --set vms.db.count: the sweep or a column sets this field in every run, so this "
-              "value would never be used; change the sweep instead");
-  }
+  EXPECT_EQ(error_loading("credit2-affinity", parse_command_line_sets("--set", {"vms.db.count=3"})),
+            "<command line>: --set vms.db.count: the sweep or a column sets this field in every run, so this "
+            "value would never be used; change the sweep instead");
   EXPECT_NO_THROW(load_reproduction("credit2-affinity", parse_command_line_sets("--set", {"vms.db.vcpus=2"})));
 }
 

@@ -13,6 +13,7 @@
 #include "app/scenario.h"
 #include "app/sweep.h"
 #include "app/topology_loader.h"
+#include "short_run.h"
 
 namespace vcpusim::app {
 namespace {
@@ -55,11 +56,7 @@ std::vector<std::filesystem::path> shipped_scenarios() {
 
 // The scenario in `f`, cut to 100 ms with 10 ms of warm-up.
 ScenarioSpec brief(const std::filesystem::path& f) {
-  ScenarioSpec s = load_scenario_file(f.string());
-  s.duration = sim::ms(100);
-  s.warmup = sim::ms(10);
-  s.host.warmup = s.warmup;
-  return s;
+  return test::shortened(load_scenario_file(f.string()), sim::ms(100), sim::ms(10));
 }
 
 }  // namespace

@@ -7,17 +7,12 @@
 #include "app/report.h"
 #include "app/runner.h"
 #include "app/scenario.h"
+#include "short_run.h"
 
 namespace vcpusim::app {
 namespace {
 
-ScenarioSpec short_default() {
-  ScenarioSpec s = load_default_scenario();
-  s.duration = sim::seconds(2);
-  s.warmup = sim::ms(200);
-  s.host.warmup = s.warmup;
-  return s;
-}
+ScenarioSpec short_default() { return test::shortened(load_default_scenario(), sim::seconds(2), sim::ms(200)); }
 
 }  // namespace
 
