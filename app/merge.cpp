@@ -2,11 +2,11 @@
 #include "app/merge.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "app/config_error.h"
+#include "app/output_paths.h"
 #include "app/records.h"
 
 namespace vcpusim::app {
@@ -52,13 +52,9 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
   });
   std::filesystem::create_directories(out_dir);
   rep.out_path = (std::filesystem::path(out_dir) / "records.jsonl").string();
-  const std::string tmp = rep.out_path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    for (const auto& r : out) f << r.dump() << "\n";
-    if (!f.flush()) throw ConfigError(tmp, 0, 0, "", "cannot write");
-  }
-  std::filesystem::rename(tmp, rep.out_path);
+  std::string text;
+  for (const auto& r : out) text += r.dump() + "\n";
+  write_atomically(rep.out_path, text);
   rep.records = out.size();
   return rep;
 }

@@ -2,9 +2,11 @@
 #include "app/output_paths.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "app/config_error.h"
@@ -12,6 +14,37 @@
 namespace vcpusim::app {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+/// The file `path` writes to: itself, or the file its chain of symbolic links ends at, so that
+/// `--json link` updates the linked file (as a shell's `>` does) instead of replacing the link
+/// with a file. A dangling link's target is created. At most 40 links (Linux's MAXSYMLINKS);
+/// a longer chain or a loop is left to the open to refuse (ELOOP).
+fs::path written_file(const std::string& path) {
+  fs::path p = path;
+  std::error_code ec;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return p;
+}
+
+/// The temporary file beside `file`: file.tmp, or, when file's name leaves no room for the
+/// suffix within NAME_MAX (255 bytes on Linux), its first 200 bytes, a hash of the whole name and
+/// .tmp, so that a name the system accepts can always be written.
+fs::path temp_beside(const fs::path& file) {
+  constexpr std::size_t kNameMax = 255;
+  const std::string name = file.filename().string();
+  if (name.size() + 4 <= kNameMax) return fs::path(file.string() + ".tmp");
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(std::hash<std::string>{}(name)));
+  return file.parent_path() / (name.substr(0, 200) + "." + hash + ".tmp");
+}
+
+}  // namespace
 
 void check_output_file(const std::string& path, const std::string& option) {
   if (path == "-") return;
@@ -21,9 +54,10 @@ void check_output_file(const std::string& path, const std::string& option) {
   const auto st = fs::status(path, ec);
   if (fs::is_directory(st)) fail("is a directory, not a file");
   if (fs::exists(st) && !fs::is_regular_file(st)) fail("is not a regular file");
-  // What write_atomically will do first: create path.tmp beside it. Root passes every permission
-  // test, and /proc refuses new files anyway, so trying is the only faithful check.
-  const std::string tmp = path + ".tmp";
+  // What write_atomically will do first: create its temporary file beside the written file. Root
+  // passes every permission test, and /proc refuses new files anyway, so trying is the only
+  // faithful check.
+  const fs::path tmp = temp_beside(written_file(path));
   const bool had_tmp = fs::exists(tmp, ec);
   std::ofstream f(tmp, std::ios::app);
   if (!f) fail(std::string("cannot be written: ") + std::strerror(errno));
@@ -46,7 +80,7 @@ void write_atomically(const std::string& path, const std::string& text) {
     std::cout.flush();
     return;
   }
-  const std::string tmp = path + ".tmp";
+  const fs::path file = written_file(path), tmp = temp_beside(file);
   {
     std::ofstream f(tmp, std::ios::trunc);
     if (!f) throw ConfigError(path, 0, 0, "", "cannot write file");
@@ -54,7 +88,7 @@ void write_atomically(const std::string& path, const std::string& text) {
     if (!f.flush()) throw ConfigError(path, 0, 0, "", "cannot write file");
   }
   std::error_code ec;
-  fs::rename(tmp, path, ec);
+  fs::rename(tmp, file, ec);
   if (ec) {
     fs::remove(tmp, ec);
     throw ConfigError(path, 0, 0, "", "cannot write file: " + ec.message());

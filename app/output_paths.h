@@ -19,8 +19,9 @@ void check_output_file(const std::string& path, const std::string& option);
 /// if it cannot be, or if it is a file.
 void ensure_output_dir(const std::string& dir, const std::string& option);
 
-/// Writes `text` to `path` ("-": stdout) through `path`.tmp and a rename, so a reader never sees
-/// half a file; the temporary file does not survive a failure.
+/// Writes `text` to `path` ("-": stdout) through a temporary file beside it (`path`.tmp) and a
+/// rename, so a reader never sees half a file; the temporary file does not survive a failure. A
+/// symbolic link stays a link: the file it points at is the one replaced.
 void write_atomically(const std::string& path, const std::string& text);
 
 }  // namespace vcpusim::app

@@ -276,6 +276,36 @@ TEST(Cli, JsonAndCsvAreWritten) {
   EXPECT_EQ(std::count(ct.begin(), ct.end(), '\n'), 3);
 }
 
+// A symbolic link given as an output stays a link and its file gets the result, as with a shell's
+// `>` (the link used to be replaced by a file); a name of 252-255 bytes, which the system accepts,
+// is written (its temporary NAME.tmp was too long, so it failed after the runs).
+TEST(Cli, OutputThroughASymlinkOrWithALongNameIsWritten) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("out-link");
+  fs::create_directories(dir);
+  const fs::path target = dir / "target.json", link = dir / "link.json";
+  { std::ofstream(target) << "old"; }
+  fs::create_symlink("target.json", link);  // relative, as `ln -s` makes them
+  const std::string f = write_temp("out-link.yaml", kGood);
+  ASSERT_EQ(run("run " + f + " --json " + link.string()).status, 0);
+  EXPECT_TRUE(fs::is_symlink(link));
+  std::ifstream t(target);
+  const std::string text((std::istreambuf_iterator<char>(t)), {});
+  EXPECT_NE(text.find("\"vm.a.throughput\""), std::string::npos);
+  const fs::path dangling = dir / "dangling.json";
+  fs::create_symlink("made.json", dangling);
+  ASSERT_EQ(run("run " + f + " --json " + dangling.string()).status, 0);
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  EXPECT_TRUE(fs::is_regular_file(dir / "made.json"));
+  const fs::path longest = dir / (std::string(250, 'x') + ".json");  // 255 bytes: NAME_MAX
+  const Outcome o = run("run " + f + " --json " + longest.string());
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_TRUE(fs::is_regular_file(longest));
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".tmp" ? 100 : 1;
+  EXPECT_EQ(files, 5u);  // target, link, dangling, made, the long one; no temporary file left
+}
+
 // ---- sweep, compare, reproduce -------------------------------------------------------------
 
 namespace {
