@@ -52,6 +52,7 @@ void check_output_file(const std::string& path, const std::string& option) {
   if (path.empty()) fail("is empty: give a file name");
   std::error_code ec;
   const auto st = fs::status(path, ec);
+  if (ec.value() == ELOOP) fail("is a loop of symbolic links");
   if (fs::is_directory(st)) fail("is a directory, not a file");
   if (fs::exists(st) && !fs::is_regular_file(st)) fail("is not a regular file");
   // What write_atomically will do first: create its temporary file beside the written file. Root

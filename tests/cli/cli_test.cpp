@@ -304,6 +304,12 @@ TEST(Cli, OutputThroughASymlinkOrWithALongNameIsWritten) {
   std::size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".tmp" ? 100 : 1;
   EXPECT_EQ(files, 5u);  // target, link, dangling, made, the long one; no temporary file left
+  const fs::path loop = dir / "loop.json";
+  fs::create_symlink("loop.json", loop);
+  const Outcome l = run("run " + f + " --json " + loop.string());
+  EXPECT_EQ(l.status, 2) << l.output;
+  EXPECT_NE(l.output.find("--json: '" + loop.string() + "' is a loop of symbolic links"), std::string::npos) << l.output;
+  EXPECT_TRUE(fs::is_symlink(loop));
 }
 
 // ---- sweep, compare, reproduce -------------------------------------------------------------
