@@ -248,14 +248,14 @@ bool Host::core_account(const topo::CpuSet& core, PcpuId picker) {
 // The value v, picked for sibling s, is compared by (higher wins).
 double Host::core_prio(PcpuId s, VcpuId v, bool fi_before, PcpuId leader) const {
   switch (spec_.core_sched.compare) {
-    case C::Compare::kNaive: return policy_->core_priority(s, v, false);
-    case C::Compare::kCoreWide:
-    case C::Compare::kFiBudget: return policy_->core_priority(s, v, true);
-    case C::Compare::kFiTime: return policy_->core_priority(s, v, true) + fi_credit_[s];
+    case C::Compare::kNaive: return policy_->core_priority(s, v, CorePrio::kRaw);
+    case C::Compare::kCoreWide: return policy_->core_priority(s, v, CorePrio::kLeaf);
+    case C::Compare::kFiBudget: return policy_->core_priority(s, v, CorePrio::kCore);
+    case C::Compare::kFiTime: return policy_->core_priority(s, v, CorePrio::kCore) + fi_credit_[s];
     case C::Compare::kFiSnapshot:
-      if (!fi_before) return policy_->core_priority(s, v, true);
+      if (!fi_before) return policy_->core_priority(s, v, CorePrio::kCore);
       // In an episode: the progress since it began (the naive value moved by the running).
-      return snap_seq_[v] == fi_seq_[leader] ? policy_->core_priority(s, v, false) - snap_[v] : 0.0;
+      return snap_seq_[v] == fi_seq_[leader] ? policy_->core_priority(s, v, CorePrio::kRaw) - snap_[v] : 0.0;
   }
   return 0.0;
 }
@@ -378,7 +378,7 @@ void Host::core_schedule(PcpuId p) {
     for (std::size_t i = 0; i < n; ++i) {
       for (VcpuId v : {pcpus_[sib[i]].curr, cand[i].vcpu}) {
         if (v == kIdle) continue;
-        snap_[v] = policy_->core_priority(sib[i], v, false);
+        snap_[v] = policy_->core_priority(sib[i], v, CorePrio::kRaw);
         snap_seq_[v] = fi_seq_[leader];
       }
     }

@@ -33,6 +33,16 @@ struct Pick {
 };
 
 /// A constraint the dispatcher may put on a pick (core scheduling passes a cookie).
+/// How core_priority normalises a candidate's value for a comparison across SMT siblings.
+enum class CorePrio : std::uint8_t {
+  kRaw,   ///< the per-runqueue value as it is (the early patch sets compared raw vruntimes; with a
+          ///< core-wide root min_vruntime, Aaron Lu's comparison of root-level entities)
+  kCore,  ///< normalised where the two candidates' hierarchies meet: with task groups, their
+          ///< root-level entities by their root's floor (Tim Chen's, mainline's cfs_prio_less)
+  kLeaf,  ///< normalised by the candidate's own runqueue's floor, its leaf cfs_rq (RFC v3)
+};
+/// A policy without task groups has one level, where kCore and kLeaf coincide.
+
 struct PickFilter {
   bool match_cookie = false;
   std::uint64_t cookie = 0;
@@ -139,11 +149,10 @@ class SchedulerPolicy {
 
   /// Core scheduling (a mechanism of the dispatcher, as Linux core.c): the priority of entity v,
   /// a candidate picked for pCPU p, in a comparison across the SMT siblings of p's core; the
-  /// higher value wins the core. `core_wide` asks for the comparison normalised across the
-  /// core's runqueues (Linux cfs_prio_less with a core-wide vruntime base) rather than the naive
-  /// per-runqueue value (the early patch sets compared raw per-CPU vruntimes). Credit2 answers
-  /// with credit, CFS with negated (normalised) vruntime. Default: every entity equal.
-  virtual double core_priority(PcpuId /*p*/, VcpuId /*v*/, bool /*core_wide*/) const { return 0.0; }
+  /// higher value wins the core. `how` says how the value is normalised across the core's
+  /// runqueues (CorePrio). Credit2 answers with credit, CFS with negated (normalised) vruntime.
+  /// Default: every entity equal.
+  virtual double core_priority(PcpuId /*p*/, VcpuId /*v*/, CorePrio /*how*/) const { return 0.0; }
 
   /// A timer this policy armed fired.
   virtual void on_timer(TimerId /*t*/, sim::Time /*now*/) {}

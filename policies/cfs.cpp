@@ -10,11 +10,30 @@
 //
 // Design
 // ------
-// One runqueue per usable hardware thread (struct rq with its root cfs_rq; no group scheduling:
-// every vCPU is a task at the root). A runqueue orders its waiting entities by vruntime in a
-// timeline (cfs_timeline.h: an indexed binary heap, leftmost cached at the root, FIFO among equal
-// keys like the rbtree). The running entity is kept out of the timeline (set_next_entity) and put
-// back when switched out (put_prev_entity), so "leftmost" is always the best *waiting* entity.
+// One runqueue per usable hardware thread (struct rq with its root cfs_rq). A runqueue orders its
+// waiting entities by vruntime in a timeline (cfs_timeline.h: an indexed binary heap, leftmost
+// cached at the root, FIFO among equal keys like the rbtree). The running entity is kept out of
+// the timeline (set_next_entity) and put back when switched out (put_prev_entity), so "leftmost"
+// is always the best *waiting* entity.
+//
+// Task groups (CONFIG_FAIR_GROUP_SCHED, `cgroups: per-domain`; default `none`: every vCPU a task
+// at the root). Each VM, and each bare-metal program, is a cgroup directly under the root, as
+// libvirt's machine.slice scopes (or a tagged process group) are. A group has a runqueue and a
+// group entity on every pCPU; the entity sits on that pCPU's root runqueue while the group's
+// runqueue there holds a task, and carries the group's cpu.shares (the domain's weight mapped as
+// `weights` says) split over the CPUs by load (calc_group_shares: shares * this runqueue's load
+// / the group's load, clamped to [MIN_SHARES, shares]), the load being a PELT-style average
+// (half-life 32 x 1024 us) so that a VM that runs a little on many CPUs keeps a large weight on
+// each. Tasks inside a group are nice 0. Every rule below then works per level, as fair.c's
+// for_each_sched_entity does: update_curr, min_vruntime, placement (a group entity that comes
+// back is placed as a waking one), slices (sched_slice multiplies the shares of every level),
+// tick preemption (checked at each level with more than one entity), wake-up preemption (the
+// two tasks compared where their hierarchies meet, find_matching_se), buddies (set for every
+// level up), picking (root first, then the chosen group's runqueue; a group entity stays
+// current while its runqueue switches task) and migration (re-based by the group runqueues'
+// min_vruntimes). A task that sleeps inside a group that keeps others makes its group entity the
+// root's next buddy (dequeue_task_fair). The balancer counts a task's load as its share of the
+// root's load through its group (task_h_load).
 //
 // Weights and vruntime. A vCPU's CFS weight comes from Vcpu::weight (a VM's weight, default 256):
 // weights=linear (default) gives 1024 * weight / 256, so 256 is nice 0 = 1024 and 512 is twice
@@ -79,13 +98,16 @@
 // (check_preempt_wakeup -> resched_task, also an IPI in Linux) still reschedules at once, as
 // every calibrated CFS figure so far was measured with it.
 //
-// Core scheduling priority (core_priority, Linux prio_less -> cfs_prio_less). naive: -vruntime,
-// the raw per-runqueue value the first RFC compared across siblings (meaningless across
-// runqueues: each has its own min_vruntime). core_wide: -(vruntime - min_vruntime of the entity's
-// runqueue), i.e. the lag behind its own runqueue's floor, compared across the core: the rule of
-// RFC v3 and of mainline 5.14's cfs_prio_less outside a forced-idle episode (its min_vruntime_fi
-// snapshot is refreshed at every comparison then). A core-wide base (a constant added to every
-// sibling's value) would not change any comparison, so none is added.
+// Core scheduling priority (core_priority, Linux prio_less -> cfs_prio_less). kRaw: -vruntime of
+// the task's root-level entity (its group entity, or itself), the raw per-runqueue value the
+// early patches compared across siblings (Aaron Lu's core-wide root min_vruntime makes the root
+// values of siblings comparable). kCore: -(that vruntime - the root's min_vruntime), the lag
+// behind the root's floor: Tim Chen's comparison and mainline 5.14's cfs_prio_less for tasks of
+// different groups (they meet at the root) outside a forced-idle episode (its min_vruntime_fi
+// snapshot is refreshed at every comparison then). kLeaf: -(the task's vruntime - its own
+// runqueue's min_vruntime), RFC v3's leaf normalisation. Without groups kCore and kLeaf are one
+// rule. A core-wide base (a constant added to every sibling's value) would not change any
+// comparison, so none is added.
 //
 // Under core scheduling (hypervisor/core_sched.cpp, the dispatcher's mechanism) pick_next is
 // asked for every sibling and again with a cookie PickFilter: the filtered pick takes the best
@@ -111,6 +133,9 @@
 //   reclaim_distance     integer   30      node_reclaim_distance (RECLAIM_DISTANCE; 32 on AMD Zen)
 //   weights              choice    linear  how Vcpu::weight maps to load.weight: linear
 //                                          (1024*w/256, cpu.shares) or nice (nearest nice level)
+//   cgroups              choice    none    task groups: none, or per-domain (a cgroup per VM and
+//                                          per bare-metal program; the mapped weight is its
+//                                          cpu.shares, its tasks nice 0)
 //   gentle_fair_sleepers choice    on      sched_feat GENTLE_FAIR_SLEEPERS (off: full latency credit)
 //   wakeup_preemption    choice    on      sched_feat WAKEUP_PREEMPTION
 // sched_nr_latency = DIV_ROUND_UP(latency, min_granularity) = 8 with the defaults.
@@ -118,7 +143,10 @@
 // Invariants
 // ----------
 // - An entity is on at most one runqueue (on_rq), and while on_rq it is either that runqueue's
-//   curr or in its timeline, never both; nr_running and load count exactly the on_rq entities.
+//   curr or in its timeline, never both; each runqueue's nr_running and load count exactly its
+//   on_rq entities, rq->nr_running the CPU's on_rq tasks at every level. A group entity is on_rq
+//   exactly while its group runqueue holds an entity; a group runqueue has a curr only while its
+//   group entity is its root's curr; a group's load sum is its runqueues' contributions.
 // - Entities are only ever on runqueues of pCPUs in their hard affinity: pick_cpu returns such a
 //   pCPU and every migration (newly-idle pull, periodic pull, active push) checks it first
 //   (can_migrate_task); so every pick is inside hard affinity, and inside the PickFilter.
@@ -132,11 +160,13 @@
 //
 // Not modelled
 // ------------
-// - Group scheduling (CONFIG_FAIR_GROUP_SCHED): libvirt's machine.slice / VM / vcpuN cgroup levels,
-//   their per-level min_vruntime, share splitting and hierarchical buddies. Every vCPU is a task at
-//   the root with its own weight.
-// - PELT: balancing reads instantaneous runqueue loads (sum of runnable weights) and counts a busy
-//   CPU as fully utilised (see cfs_balance.cpp).
+// - Deeper group hierarchies: libvirt's machine.slice level (one group above all VMs: it changes
+//   nothing between VMs when every task is in a VM) and its per-vCPU vcpuN groups (one task each:
+//   folded into the task, which loses their own min_vruntime level); autogroup; bandwidth
+//   control (cpu.cfs_quota_us).
+// - PELT, except for the group runqueues' load averages behind calc_group_shares: balancing reads
+//   instantaneous runqueue loads (sum of runnable weights) and counts a busy CPU as fully utilised
+//   (see cfs_balance.cpp).
 // - RT/deadline classes, SCHED_BATCH/IDLE, CFS bandwidth control, NUMA balancing (task_numa_fault),
 //   ALT_PERIOD/BASE_SLICE (5.13+), sched_child_runs_first, HRTICK, nohz_full. Core scheduling's
 //   cross-sibling comparison variants (min_vruntime_fi snapshots, forced-idle credit) belong to
@@ -162,6 +192,8 @@
 #include <cmath>
 #include <limits>
 #include <ostream>
+#include <stdexcept>
+#include <string>
 
 namespace vcpusim::policy {
 
@@ -198,6 +230,8 @@ std::vector<ParamSpec> Cfs::param_specs() {
        "NUMA distance beyond which forks are not balanced (node_reclaim_distance, 30; 32 on AMD Zen)"},
       {"weights", K::kChoice, 0, 0, 1, {"linear", "nice"},
        "Vcpu weight to load.weight: 1024*w/256 (cpu.shares) or the nearest nice level"},
+      {"cgroups", K::kChoice, 0, 0, 1, {"none", "per-domain"},
+       "task groups: none (every vCPU a task at the root) or per-domain (each VM and bare-metal program a cgroup)"},
       {"gentle_fair_sleepers", K::kChoice, 1, 0, 1, {"off", "on"},
        "sleeper credit is half the latency (sched_feat GENTLE_FAIR_SLEEPERS, default on)"},
       {"wakeup_preemption", K::kChoice, 1, 0, 1, {"off", "on"},
@@ -218,6 +252,7 @@ std::unique_ptr<hv::SchedulerPolicy> Cfs::make(const ParamValues& v) {
   c.busy_factor = static_cast<std::uint32_t>(v.get("busy_factor", kBusyFactor));
   c.reclaim_distance = static_cast<std::uint32_t>(v.get("reclaim_distance", kReclaimDistance));
   c.weights = static_cast<WeightMap>(static_cast<int>(v.get("weights", 0)));
+  c.cgroups = static_cast<Cgroups>(static_cast<int>(v.get("cgroups", 0)));
   c.gentle_fair_sleepers = v.get("gentle_fair_sleepers", 1) != 0;
   c.wakeup_preemption = v.get("wakeup_preemption", 1) != 0;
   return std::make_unique<Cfs>(c);
@@ -246,9 +281,27 @@ void Cfs::attach(const hv::SchedContext& ctx) {
   // update_max_interval(): max_load_balance_interval = HZ * num_online_cpus() / 10 jiffies.
   max_lb_interval_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(cfg_.hz) * ncpus / 10);
 
-  ents_.assign(nv, Entity{});
-  heap_pos_.assign(nv, Timeline::kNotQueued);
+  nv_ = nv;
+  np_ = np;
+  // Task groups: one per domain under `cgroups: per-domain`, each with an entity and a runqueue
+  // on every pCPU (alloc_fair_sched_group); their entities follow the tasks in ents_.
+  const std::uint32_t ng = cfg_.cgroups == Cgroups::kPerDomain ? hv_->num_domains() : 0;
+  ents_.assign(nv + static_cast<std::size_t>(ng) * np, Entity{});
+  heap_pos_.assign(ents_.size(), Timeline::kNotQueued);
   allowed_cores_.assign(nv, topo::CpuSet{});
+  group_of_.assign(ng > 0 ? nv : 0, kNoGroup);
+  grqs_.clear();
+  grqs_.resize(static_cast<std::size_t>(ng) * np);
+  shares_.assign(ng, kNice0Load);
+  tg_load_.assign(ng, 0);
+  for (std::uint32_t g = 0; g < ng; ++g)
+    for (PcpuId p = 0; p < np; ++p) {
+      Entity& ge = ents_[gse_of(g, p)];
+      ge.rq = p;
+      ge.last_rq = p;
+      ge.forked = true;
+      grq(g, p).timeline.bind(&heap_pos_);
+    }
   rqs_.clear();
   rqs_.resize(np);
   // Each timeline grows to its largest queue once; reserve twice the average share up front.
@@ -275,10 +328,13 @@ void Cfs::attach(const hv::SchedContext& ctx) {
 }
 
 void Cfs::insert_vcpu(VcpuId v) {
-  if (v >= ents_.size()) {
-    ents_.resize(v + 1);
-    heap_pos_.resize(v + 1, Timeline::kNotQueued);
-    allowed_cores_.resize(v + 1);
+  if (v >= nv_) {
+    // Group entities follow the tasks in ents_, so with groups every task must exist at attach.
+    if (!grqs_.empty()) throw std::logic_error("cfs: vCPU " + std::to_string(v) + " joined after attach laid out the task groups");
+    nv_ = v + 1;
+    ents_.resize(nv_);
+    heap_pos_.resize(nv_, Timeline::kNotQueued);
+    allowed_cores_.resize(nv_);
   }
   const hv::Vcpu& vc = hv_->vcpu(v);
   const double linear = static_cast<double>(kNice0Load) * vc.weight / kVcpuWeightNice0;
@@ -294,7 +350,18 @@ void Cfs::insert_vcpu(VcpuId v) {
       }
     }
   }
-  ents_[v].weight = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(w, kMinWeight, kMaxWeight));
+  const auto weight = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(w, kMinWeight, kMaxWeight));
+  if (!group_of_.empty()) {
+    // In a group the mapped weight is the group's cpu.shares (libvirt's <shares> of the VM
+    // scope), and the task is nice 0 inside it. MODEL: libvirt's per-vCPU child cgroups (one
+    // task each) are folded into their task.
+    const std::uint32_t g = vc.domain;
+    group_of_[v] = g;
+    shares_[g] = weight;
+    ents_[v].weight = kNice0Load;
+  } else {
+    ents_[v].weight = weight;
+  }
   const topo::Topology& topo = hv_->topology();
   topo::CpuSet cores;
   (vc.hard & usable_).for_each([&](PcpuId p) { cores.set(topo.core_of(p)); });
@@ -324,9 +391,66 @@ sim::Duration Cfs::slice_of(std::uint32_t nr, std::uint64_t load, std::uint32_t 
 
 sim::Duration Cfs::sched_slice(VcpuId v) const {
   const Entity& e = ents_[v];
-  if (e.on_rq) return slice_of(rqs_[e.rq].nr_running, rqs_[e.rq].load, e.weight);
+  if (e.on_rq) return entity_slice(e.rq, v);
+  // As if queued on the runqueue it last left (sched_slice adds a !on_rq entity's weight).
   const PcpuId r = e.last_rq != kNoPcpu ? e.last_rq : usable_.first();
-  return slice_of(rqs_[r].nr_running + 1, rqs_[r].load + e.weight, e.weight);
+  const CfsRq& q = cfs_rq_at(v, r);
+  sim::Duration s = slice_of(q.nr + 1, q.load + e.weight, e.weight);
+  if (group_of(v) != kNoGroup) {
+    const Entity& ge = ents_[gse_of(group_of(v), r)];
+    const std::uint64_t load = rqs_[r].load + (ge.on_rq ? 0 : ge.weight);
+    if (load > 0) s = static_cast<sim::Duration>(static_cast<std::uint64_t>(s) * ge.weight / load);
+  }
+  return s;
+}
+
+sim::Duration Cfs::entity_slice(PcpuId p, VcpuId se) const {
+  // sched_slice(): the period of se's own cfs_rq, scaled by se's share of that cfs_rq's load
+  // and then by each ancestor's share of its own (for_each_sched_entity).
+  const CfsRq& q = cfs_rq_at(se, p);
+  sim::Duration s = slice_of(q.nr, q.load, ents_[se].weight);
+  if (is_task(se) && group_of(se) != kNoGroup) {
+    const Runqueue& rq = rqs_[p];
+    if (rq.load > 0)
+      s = static_cast<sim::Duration>(static_cast<std::uint64_t>(s) * ents_[gse_of(group_of(se), p)].weight / rq.load);
+  }
+  return s;
+}
+
+Cfs::CfsRq& Cfs::cfs_rq_at(VcpuId se, PcpuId p) {
+  if (is_task(se) && group_of(se) != kNoGroup) return grq(group_of(se), p);
+  return rqs_[p];
+}
+
+const Cfs::CfsRq& Cfs::cfs_rq_at(VcpuId se, PcpuId p) const {
+  if (is_task(se) && group_of(se) != kNoGroup) return grq(group_of(se), p);
+  return rqs_[p];
+}
+
+VcpuId Cfs::top_of(VcpuId v, PcpuId p) const {
+  return is_task(v) && group_of(v) != kNoGroup ? gse_of(group_of(v), p) : v;
+}
+
+std::uint32_t Cfs::group_weight(VcpuId v, PcpuId p) const {
+  return group_of(v) == kNoGroup ? ents_[v].weight : ents_[gse_of(group_of(v), p)].weight;
+}
+
+std::uint64_t Cfs::task_h_load(VcpuId v) const {
+  // task_h_load(): the task's weight times its cfs_rq's share of the root's load (h_load), i.e.
+  // for one group level weight * gse weight / group runqueue load. MODEL: instantaneous weights
+  // for PELT's averages; a task not queued counts as if added to the runqueue it last left.
+  const Entity& e = ents_[v];
+  if (group_of(v) == kNoGroup) return e.weight;
+  const PcpuId r = e.on_rq ? e.rq : (e.last_rq != kNoPcpu ? e.last_rq : usable_.first());
+  const CfsRq& q = grq(group_of(v), r);
+  const std::uint64_t load = q.load + (e.on_rq ? 0 : e.weight);
+  return load == 0 ? e.weight : std::max<std::uint64_t>(1, std::uint64_t{e.weight} * ents_[gse_of(group_of(v), r)].weight / load);
+}
+
+std::int64_t Cfs::leaf_min_vruntime(VcpuId v) const {
+  const Entity& e = ents_[v];
+  const PcpuId r = e.on_rq ? e.rq : (e.last_rq != kNoPcpu ? e.last_rq : usable_.first());
+  return cfs_rq_at(v, r).min_vruntime;
 }
 
 int Cfs::wakeup_preempt_entity(VcpuId curr, VcpuId se) const {
@@ -338,30 +462,39 @@ int Cfs::wakeup_preempt_entity(VcpuId curr, VcpuId se) const {
 }
 
 void Cfs::update_curr(PcpuId p, sim::Time now) {
+  // update_curr() of every level of the running hierarchy: the root's current entity and, when
+  // that is a group entity, its runqueue's current task.
   Runqueue& rq = rqs_[p];
   if (rq.curr == kNil) return;
-  Entity& e = ents_[rq.curr];
+  if (!is_task(rq.curr)) {
+    CfsRq& q = grqs_[rq.curr - nv_];
+    if (q.curr != kNil) update_curr_entity(q, now);
+  }
+  update_curr_entity(rq, now);
+}
+
+void Cfs::update_curr_entity(CfsRq& q, sim::Time now) {
+  Entity& e = ents_[q.curr];
   const sim::Duration delta = now - e.exec_start;
   if (delta <= 0) return;
   e.exec_start = now;
   e.sum_exec += delta;
   e.vruntime += calc_delta_fair(delta, e.weight);
-  update_min_vruntime(p);
+  update_min_vruntime(q);
 }
 
-void Cfs::update_min_vruntime(PcpuId p) {
-  Runqueue& rq = rqs_[p];
-  std::int64_t v = rq.min_vruntime;
+void Cfs::update_min_vruntime(CfsRq& q) {
+  std::int64_t v = q.min_vruntime;
   bool have = false;
-  if (rq.curr != kNil && ents_[rq.curr].on_rq) {
-    v = ents_[rq.curr].vruntime;
+  if (q.curr != kNil && ents_[q.curr].on_rq) {
+    v = ents_[q.curr].vruntime;
     have = true;
   }
-  if (!rq.timeline.empty()) {
-    const std::int64_t lv = rq.timeline.slot(0).vruntime;
+  if (!q.timeline.empty()) {
+    const std::int64_t lv = q.timeline.slot(0).vruntime;
     v = have ? std::min(v, lv) : lv;
   }
-  rq.min_vruntime = std::max(rq.min_vruntime, v);  // "ensure we never gain time by being placed backwards"
+  q.min_vruntime = std::max(q.min_vruntime, v);  // "ensure we never gain time by being placed backwards"
 }
 
 void Cfs::set_nr_running(PcpuId p, std::uint32_t nr) {
@@ -400,8 +533,27 @@ void Cfs::lru_unlink(PcpuId p, VcpuId v) {
   e.lru_prev = e.lru_next = kNil;
 }
 
+void Cfs::account_entity(CfsRq& q, PcpuId p, VcpuId se, bool add) {
+  // account_entity_enqueue/dequeue(): the cfs_rq's load and nr_running; a root runqueue's load is
+  // also the CPU's load the balancer's span sums add up.
+  const std::uint32_t w = ents_[se].weight;
+  if (add) {
+    q.load += w;
+    ++q.nr;
+  } else {
+    q.load -= w;
+    --q.nr;
+  }
+  if (&q != static_cast<CfsRq*>(&rqs_[p])) return;
+  for (std::uint32_t sp : spans_with_[p]) {
+    if (add) sums_[sp].load += w;
+    else sums_[sp].load -= w;
+  }
+}
+
 void Cfs::account_enqueue(PcpuId p, VcpuId v) {
-  // account_entity_enqueue(): load, nr_running, and the head of rq->cfs_tasks.
+  // The task's side of enqueue_task(): rq->nr_running, the idle masks and the head of
+  // rq->cfs_tasks.
   Entity& e = ents_[v];
   e.on_rq = true;
   e.rq = p;
@@ -409,9 +561,7 @@ void Cfs::account_enqueue(PcpuId p, VcpuId v) {
     SpanSums& su = sums_[sp];
     su.idle -= rqs_[p].nr_running == 0 ? 1 : 0;
     ++su.nr;
-    su.load += e.weight;
   }
-  rqs_[p].load += e.weight;
   set_nr_running(p, rqs_[p].nr_running + 1);
   lru_push_front(p, v);
 }
@@ -424,32 +574,147 @@ void Cfs::account_dequeue(PcpuId p, VcpuId v) {
     SpanSums& su = sums_[sp];
     su.idle += rqs_[p].nr_running == 1 ? 1 : 0;
     --su.nr;
-    su.load -= e.weight;
   }
-  rqs_[p].load -= e.weight;
   set_nr_running(p, rqs_[p].nr_running - 1);
   lru_unlink(p, v);
 }
 
-void Cfs::clear_buddies(PcpuId p, VcpuId v) {
+void Cfs::enqueue_task(PcpuId p, VcpuId v, sim::Time now) {
+  // enqueue_task_fair(): enqueue_entity() up the hierarchy until an ancestor is already queued,
+  // the ancestors entering as waking entities (ENQUEUE_WAKEUP: place_entity with sleeper
+  // credit), each group entity's weight recomputed from its runqueue's new load first
+  // (update_cfs_group inside enqueue_entity), then the queued ancestors' (second loop).
+  Entity& e = ents_[v];
+  CfsRq& q = cfs_rq_at(v, p);
+  const std::uint32_t g = group_of(v);
+  if (g != kNoGroup) update_group_avg(g, p, now);
+  account_entity(q, p, v, true);
+  account_enqueue(p, v);
+  q.timeline.insert(v, e.vruntime);
+  if (g == kNoGroup) return;
+  const VcpuId gse = gse_of(g, p);
+  Entity& ge = ents_[gse];
+  update_cfs_group(g, p);
+  if (ge.on_rq) return;
   Runqueue& rq = rqs_[p];
-  if (rq.last == v) rq.last = kNil;
-  if (rq.next == v) rq.next = kNil;
-  if (rq.skip == v) rq.skip = kNil;
+  const sim::Duration thresh = cfg_.gentle_fair_sleepers ? latency_ / 2 : latency_;
+  ge.vruntime = std::max(ge.vruntime, rq.min_vruntime - thresh);
+  account_entity(rq, p, gse, true);
+  ge.on_rq = true;
+  if (rq.curr != gse) rq.timeline.insert(gse, ge.vruntime);
+}
+
+void Cfs::dequeue_task(PcpuId p, VcpuId v, bool sleep, sim::Time now) {
+  // dequeue_task_fair(): dequeue_entity() -- a sleeping task keeps its absolute vruntime, a
+  // migrating one leaves it relative to its runqueue's min_vruntime -- and the group entity too
+  // (as a sleeper: DEQUEUE_SLEEP) when its runqueue is left empty; otherwise the group entity is
+  // reweighted and, when the task went to sleep, becomes the root's next buddy ("Bias pick_next
+  // to pick a task from this cfs_rq, as p is sleeping when it is within its sched_slice").
+  Entity& e = ents_[v];
+  CfsRq& q = cfs_rq_at(v, p);
+  const std::uint32_t g = group_of(v);
+  if (g != kNoGroup) update_group_avg(g, p, now);
+  if (sleep) {
+    clear_buddies(p, v);
+    if (q.curr != v) q.timeline.erase(v);
+  } else {
+    q.timeline.erase(v);
+    clear_buddies(p, v);
+  }
+  account_entity(q, p, v, false);
+  account_dequeue(p, v);
+  if (!sleep) e.vruntime -= q.min_vruntime;
+  update_min_vruntime(q);
+  if (g == kNoGroup) return;
+  const VcpuId gse = gse_of(g, p);
+  Entity& ge = ents_[gse];
+  Runqueue& rq = rqs_[p];
+  if (q.nr > 0) {
+    if (sleep) rq.next = gse;
+    update_cfs_group(g, p);
+    return;
+  }
+  clear_buddies(p, gse);
+  if (rq.curr != gse) rq.timeline.erase(gse);
+  account_entity(rq, p, gse, false);
+  ge.on_rq = false;
+  update_cfs_group(g, p);
+  update_min_vruntime(rq);
+}
+
+void Cfs::update_group_avg(std::uint32_t g, PcpuId p, sim::Time now) {
+  // PELT for a group runqueue: its load average follows the runnable weight it held, with a
+  // half-life of 32 periods of 1024 us (LOAD_AVG_PERIOD, y^32 = 1/2). MODEL: a continuous
+  // exponential instead of the kernel's sums over 1024 us periods. update_tg_load_avg(): the
+  // group's sum takes the change only when it exceeds 1/64 of the last contribution.
+  constexpr double kHalfLife = 32.0 * 1024e3;  // ns
+  CfsRq& q = grq(g, p);
+  if (now > q.avg_stamp) {
+    const double keep = std::exp2(-static_cast<double>(now - q.avg_stamp) / kHalfLife);
+    q.avg = static_cast<double>(q.load) + (q.avg - static_cast<double>(q.load)) * keep;
+    q.avg_stamp = now;
+  }
+  const auto avg = static_cast<std::uint64_t>(std::llround(q.avg));
+  const std::uint64_t delta = avg > q.contrib ? avg - q.contrib : q.contrib - avg;
+  if (delta * 64 > q.contrib || (avg == 0) != (q.contrib == 0)) {
+    tg_load_[g] = tg_load_[g] - q.contrib + avg;
+    q.contrib = avg;
+  }
+}
+
+void Cfs::update_cfs_group(std::uint32_t g, PcpuId p) {
+  // calc_group_shares() (5.x): load = max(this runqueue's weight, its load average); the
+  // group's weight = its summed contributions with this runqueue's replaced by that load;
+  // shares = tg->shares * load / that, clamped to [MIN_SHARES, tg->shares]. reweight_entity()
+  // keeps the vruntime. A group entity is reweighted when its CPU enqueues or dequeues one of the
+  // group's tasks, picks (standing for entity_tick's update_cfs_group) or balances (update_
+  // blocked_averages), so the other CPUs' entities lag behind a change, as in the kernel.
+  const VcpuId gse = gse_of(g, p);
+  Entity& ge = ents_[gse];
+  const CfsRq& q = grq(g, p);
+  const std::uint64_t load = std::max<std::uint64_t>(q.load, static_cast<std::uint64_t>(std::llround(q.avg)));
+  const std::uint64_t tg = tg_load_[g] - q.contrib + load;
+  std::uint64_t w = shares_[g];
+  if (tg > 0) w = std::uint64_t{shares_[g]} * load / tg;
+  w = std::clamp<std::uint64_t>(w, kMinWeight, shares_[g]);
+  if (w == ge.weight) return;
+  if (ge.on_rq) account_entity(rqs_[p], p, gse, false);
+  ge.weight = static_cast<std::uint32_t>(w);
+  if (ge.on_rq) account_entity(rqs_[p], p, gse, true);
+}
+
+void Cfs::clear_buddies(PcpuId p, VcpuId se) {
+  // clear_buddies() -> __clear_buddies_{last,next,skip}(): the mark naming se, then upwards for
+  // as long as the parent's runqueue names the parent.
+  CfsRq& q = cfs_rq_at(se, p);
+  const VcpuId parent = is_task(se) && group_of(se) != kNoGroup ? gse_of(group_of(se), p) : kNil;
+  for (VcpuId CfsRq::*mark : {&CfsRq::last, &CfsRq::next, &CfsRq::skip}) {
+    if (q.*mark != se) continue;
+    q.*mark = kNil;
+    if (parent != kNil && rqs_[p].*mark == parent) rqs_[p].*mark = kNil;
+  }
+}
+
+void Cfs::set_buddy(PcpuId p, VcpuId se, VcpuId CfsRq::*mark) {
+  // set_{next,last,skip}_buddy(): for_each_sched_entity, the mark on every level up.
+  cfs_rq_at(se, p).*mark = se;
+  if (is_task(se) && group_of(se) != kNoGroup) rqs_[p].*mark = gse_of(group_of(se), p);
 }
 
 VcpuId Cfs::running_curr(PcpuId p) const {
-  const VcpuId c = rqs_[p].curr;
+  // The task p runs: the root's current entity, or its group runqueue's current task.
+  VcpuId c = rqs_[p].curr;
+  if (c != kNil && !is_task(c)) c = my_q(c).curr;
   return c != kNil && ents_[c].on_rq ? c : kNil;
 }
 
 // ----------------------------------------------------------------------------------------------
 // The timeline: leftmost, second, buddies.
 
-VcpuId Cfs::tree_best_except(PcpuId p, VcpuId a, VcpuId b) const {
+VcpuId Cfs::tree_best_except(const CfsRq& q, VcpuId a, VcpuId b) const {
   // The 3 smallest entries of a binary heap lie in its first 7 slots, so with at most two
   // exclusions the best remaining entry is among them.
-  const Timeline& t = rqs_[p].timeline;
+  const Timeline& t = q.timeline;
   const std::uint32_t n = std::min<std::uint32_t>(t.size(), 7);
   const Timeline::Slot* best = nullptr;
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -460,95 +725,141 @@ VcpuId Cfs::tree_best_except(PcpuId p, VcpuId a, VcpuId b) const {
   return best ? best->v : kNil;
 }
 
-VcpuId Cfs::tree_best_filtered(PcpuId p, VcpuId exclude, const hv::PickFilter& f) const {
-  if (!f.match_cookie) return tree_best_except(p, exclude, kNil);
+bool Cfs::pickable(VcpuId se, VcpuId curr_task, VcpuId exclude, const hv::PickFilter& f) const {
+  if (is_task(se)) return se != exclude && f.allows(hv_->vcpu(se));
+  const CfsRq& q = my_q(se);
+  if (q.curr != kNil && q.curr == curr_task && pickable(curr_task, curr_task, exclude, f)) return true;
+  const Timeline& t = q.timeline;
+  if (!f.match_cookie) {
+    // Every queued task is allowed; only `exclude` may be missing.
+    const bool ex_here = exclude != kNil && heap_pos_[exclude] != Timeline::kNotQueued && group_of(exclude) == (se - nv_) / np_ &&
+                         ents_[exclude].rq == (se - nv_) % np_;
+    return t.size() > (ex_here ? 1u : 0u);
+  }
+  for (std::uint32_t i = 0; i < t.size(); ++i)
+    if (pickable(t.slot(i).v, curr_task, exclude, f)) return true;
+  return false;
+}
+
+VcpuId Cfs::tree_best_filtered(const CfsRq& q, VcpuId ex, VcpuId curr_task, VcpuId exclude, const hv::PickFilter& f) const {
+  if (!f.match_cookie) return tree_best_except(q, ex, kNil);
   // MODEL: under core scheduling's cookie filter the timeline is scanned linearly (the kernel
   // keeps a separate core_tree by cookie); only the dispatcher's core-wide pick filters.
-  const Timeline& t = rqs_[p].timeline;
+  const Timeline& t = q.timeline;
   const Timeline::Slot* best = nullptr;
   for (std::uint32_t i = 0; i < t.size(); ++i) {
     const Timeline::Slot& s = t.slot(i);
-    if (s.v == exclude || !f.allows(hv_->vcpu(s.v))) continue;
+    if (s.v == ex || !pickable(s.v, curr_task, exclude, f)) continue;
     if (!best || Timeline::less(s, *best)) best = &s;
   }
   return best ? best->v : kNil;
 }
 
-VcpuId Cfs::tree_second(PcpuId p, VcpuId first, VcpuId exclude, const hv::PickFilter& f) const {
+VcpuId Cfs::tree_second(const CfsRq& q, VcpuId first, VcpuId ex, VcpuId curr_task, VcpuId exclude,
+                        const hv::PickFilter& f) const {
   // __pick_next_entity(first): `first` is the best allowed entry, so the next one in timeline
   // order is the best of the rest.
-  if (!f.match_cookie) return tree_best_except(p, first, exclude);
-  const Timeline& t = rqs_[p].timeline;
+  if (!f.match_cookie) return tree_best_except(q, first, ex);
+  const Timeline& t = q.timeline;
   const Timeline::Slot* best = nullptr;
   for (std::uint32_t i = 0; i < t.size(); ++i) {
     const Timeline::Slot& s = t.slot(i);
-    if (s.v == first || s.v == exclude || !f.allows(hv_->vcpu(s.v))) continue;
+    if (s.v == first || s.v == ex || !pickable(s.v, curr_task, exclude, f)) continue;
     if (!best || Timeline::less(s, *best)) best = &s;
   }
   return best ? best->v : kNil;
 }
 
-VcpuId Cfs::pick_next_entity(PcpuId p, VcpuId curr, VcpuId exclude, const hv::PickFilter& f) const {
-  const Runqueue& rq = rqs_[p];
+VcpuId Cfs::pick_level(const CfsRq& q, PcpuId p, VcpuId curr, VcpuId curr_task, VcpuId exclude,
+                       const hv::PickFilter& f) const {
   const auto before = [&](VcpuId a, VcpuId b) { return ents_[a].vruntime < ents_[b].vruntime; };  // entity_before
+  // The entity this level must not offer: `exclude` itself, or at the root the group entity
+  // whose only candidate it is.
+  VcpuId ex = exclude;
+  if (exclude != kNil && &q == static_cast<const CfsRq*>(&rqs_[p]) && group_of(exclude) != kNoGroup) {
+    const VcpuId gse = gse_of(group_of(exclude), p);
+    ex = pickable(gse, curr_task, exclude, f) ? kNil : gse;
+  }
   // A buddy counts only if it is still a candidate here: the current entity (if it is one) or
   // queued in this timeline, not excluded, and allowed by the filter.
   const auto candidate = [&](VcpuId b) {
-    if (b == kNil || b == exclude || !f.allows(hv_->vcpu(b))) return false;
-    if (b == rq.curr) return b == curr;
+    if (b == kNil || b == ex || !pickable(b, curr_task, exclude, f)) return false;
+    if (b == q.curr) return b == curr;
     return ents_[b].on_rq && ents_[b].rq == p;
   };
-  VcpuId left = tree_best_filtered(p, exclude, f);
+  VcpuId left = tree_best_filtered(q, ex, curr_task, exclude, f);
   // "If curr is set we have to see if its left of the leftmost entity still in the tree".
   if (left == kNil || (curr != kNil && before(curr, left))) left = curr;
   if (left == kNil) return kNil;
   VcpuId se = left;  // ideally we run the leftmost entity
   // Avoid running the skip buddy, if running something else can be done without getting too unfair.
-  if (rq.skip == se) {
+  if (q.skip == se) {
     VcpuId second;
     if (se == curr) {
-      second = tree_best_filtered(p, exclude, f);
+      second = tree_best_filtered(q, ex, curr_task, exclude, f);
     } else {
-      second = tree_second(p, se, exclude, f);
+      second = tree_second(q, se, ex, curr_task, exclude, f);
       if (second == kNil || (curr != kNil && before(curr, second))) second = curr;
     }
     if (second != kNil && wakeup_preempt_entity(second, left) < 1) se = second;
   }
   // Prefer last buddy, try to return the CPU to a preempted task.
-  if (candidate(rq.last) && wakeup_preempt_entity(rq.last, left) < 1) se = rq.last;
+  if (candidate(q.last) && wakeup_preempt_entity(q.last, left) < 1) se = q.last;
   // Someone really wants this to run. If it's not unfair, run it.
-  if (candidate(rq.next) && wakeup_preempt_entity(rq.next, left) < 1) se = rq.next;
+  if (candidate(q.next) && wakeup_preempt_entity(q.next, left) < 1) se = q.next;
   return se;
+}
+
+VcpuId Cfs::pick_next_entity(PcpuId p, VcpuId curr_task, VcpuId exclude, const hv::PickFilter& f) const {
+  // pick_next_task_fair(): pick_next_entity() at the root, then inside the chosen group entity's
+  // runqueue; a level's current entity is a candidate while queued (and, for a group entity,
+  // while its runqueue offers one).
+  const Runqueue& rq = rqs_[p];
+  VcpuId top_curr = kNil;
+  if (rq.curr != kNil) {
+    if (is_task(rq.curr)) top_curr = curr_task;
+    else if (ents_[rq.curr].on_rq && pickable(rq.curr, curr_task, exclude, f)) top_curr = rq.curr;
+  }
+  const VcpuId top = pick_level(rq, p, top_curr, curr_task, exclude, f);
+  if (top == kNil || is_task(top)) return top;
+  const CfsRq& q = my_q(top);
+  return pick_level(q, p, curr_task != kNil && q.curr == curr_task ? curr_task : kNil, curr_task, exclude, f);
 }
 
 // ----------------------------------------------------------------------------------------------
 // Tick preemption, modelled at the ticks where it can fire.
 
-bool Cfs::tick_preempts(PcpuId p, bool& ran_past_slice) const {
-  // entity_tick() -> check_preempt_tick(), only with more than one runnable entity.
+bool Cfs::tick_preempts(PcpuId p, VcpuId& ran_past_slice) const {
+  // entity_tick() at every level of the running hierarchy, from the task up ->
+  // check_preempt_tick(), only on a level with more than one runnable entity. ran_past_slice
+  // names the entity whose "ran > ideal" fired (its buddy marks go).
   const Runqueue& rq = rqs_[p];
-  ran_past_slice = false;
-  if (rq.nr_running <= 1 || rq.curr == kNil) return false;
-  const Entity& e = ents_[rq.curr];
-  const sim::Duration ideal = slice_of(rq.nr_running, rq.load, e.weight);
-  const sim::Duration ran = e.sum_exec - e.prev_sum_exec;
-  if (ran > ideal) {
-    ran_past_slice = true;
-    return true;
-  }
-  // "Ensure that a task that missed wakeup preemption by a narrow margin doesn't have to wait
-  // for a full slice."
-  if (ran < min_gran_) return false;
-  if (rq.timeline.empty()) return false;
-  const std::int64_t delta = e.vruntime - rq.timeline.slot(0).vruntime;
-  if (delta < 0) return false;
-  return delta > ideal;
+  ran_past_slice = kNil;
+  if (rq.curr == kNil) return false;
+  const auto check = [&](const CfsRq& q) {
+    if (q.nr <= 1 || q.curr == kNil) return false;
+    const Entity& e = ents_[q.curr];
+    const sim::Duration ideal = entity_slice(p, q.curr);
+    const sim::Duration ran = e.sum_exec - e.prev_sum_exec;
+    if (ran > ideal) {
+      ran_past_slice = q.curr;
+      return true;
+    }
+    // "Ensure that a task that missed wakeup preemption by a narrow margin doesn't have to wait
+    // for a full slice."
+    if (ran < min_gran_) return false;
+    if (q.timeline.empty()) return false;
+    const std::int64_t delta = e.vruntime - q.timeline.slot(0).vruntime;
+    if (delta < 0) return false;
+    return delta > ideal;
+  };
+  if (!is_task(rq.curr) && check(my_q(rq.curr))) return true;
+  return check(rq);
 }
 
-sim::Time Cfs::preempt_due(sim::Time now, std::uint32_t nr, std::uint64_t load, std::uint32_t weight,
+sim::Time Cfs::preempt_due(sim::Time now, std::uint32_t nr, sim::Duration ideal, std::uint32_t weight,
                            sim::Duration ran, bool has_left, std::int64_t lead) const {
   if (nr <= 1) return sim::kNever;
-  const sim::Duration ideal = slice_of(nr, load, weight);
   // Rule 1: ran > ideal.
   sim::Time t = now + std::max<sim::Duration>(0, ideal - ran + 1);
   if (has_left) {
@@ -574,13 +885,20 @@ sim::Time Cfs::next_tick_at_or_after(sim::Time t, sim::Time now) const {
 
 sim::Duration Cfs::keep_slice(PcpuId p, sim::Time now) const {
   // The slice end to arm for the current entity as things stand: the first tick at which
-  // check_preempt_tick would resched it (0: none, it is alone).
+  // check_preempt_tick would resched it at some level (0: none, it is alone at every level).
   const Runqueue& rq = rqs_[p];
-  const Entity& e = ents_[rq.curr];
-  const bool has_left = !rq.timeline.empty();
-  const std::int64_t lead = has_left ? e.vruntime - rq.timeline.slot(0).vruntime : 0;
-  const sim::Time due = next_tick_at_or_after(
-      preempt_due(now, rq.nr_running, rq.load, e.weight, e.sum_exec - e.prev_sum_exec, has_left, lead), now);
+  sim::Time due = sim::kNever;
+  const auto level = [&](const CfsRq& q) {
+    if (q.curr == kNil) return;
+    const Entity& e = ents_[q.curr];
+    const bool has_left = !q.timeline.empty();
+    const std::int64_t lead = has_left ? e.vruntime - q.timeline.slot(0).vruntime : 0;
+    due = std::min(due, preempt_due(now, q.nr, entity_slice(p, q.curr), e.weight, e.sum_exec - e.prev_sum_exec,
+                                    has_left, lead));
+  };
+  if (!is_task(rq.curr)) level(my_q(rq.curr));
+  level(rq);
+  due = next_tick_at_or_after(due, now);
   return due == sim::kNever ? 0 : due - now;
 }
 
@@ -595,7 +913,9 @@ void Cfs::maybe_rearm(PcpuId p, sim::Time now) {
 }
 
 void Cfs::check_preempt_curr(PcpuId p, VcpuId v, sim::Time now) {
-  // check_preempt_wakeup(), also reached from attach_task() for balanced entities.
+  // check_preempt_wakeup(), also reached from attach_task() for balanced entities. The two
+  // tasks are compared where their hierarchies meet (find_matching_se): in their group's
+  // runqueue when they share one, else as their root-level entities.
   Runqueue& rq = rqs_[p];
   const VcpuId curr = running_curr(p);
   if (curr == kNil) {  // resched_curr() of an idle CPU
@@ -603,14 +923,20 @@ void Cfs::check_preempt_curr(PcpuId p, VcpuId v, sim::Time now) {
     return;
   }
   if (curr == v || rq.need_resched) return;
-  const bool scale = rq.nr_running >= nr_latency_;
+  const bool scale = cfs_rq_at(curr, p).nr >= nr_latency_;
   if (cfg_.wakeup_preemption) {
     update_curr(p, now);
-    if (wakeup_preempt_entity(curr, v) == 1) {
-      rq.next = v;  // "Bias pick_next to pick the sched entity that is triggering this preemption"
+    VcpuId se = curr, pse = v;
+    if (group_of(curr) != group_of(v) || group_of(v) == kNoGroup) {
+      se = top_of(curr, p);
+      pse = top_of(v, p);
+    }
+    if (se != pse && wakeup_preempt_entity(se, pse) == 1) {
+      // "Bias pick_next to pick the sched entity that is triggering this preemption"
+      set_buddy(p, pse, &CfsRq::next);
       rq.need_resched = true;
       ++wakeup_preemptions_;
-      if (scale) rq.last = curr;  // LAST_BUDDY, only with nr_running >= sched_nr_latency
+      if (scale && is_task(se)) set_buddy(p, se, &CfsRq::last);  // LAST_BUDDY, with nr_running >= sched_nr_latency
       act_->tickle(p);
       return;
     }
@@ -626,19 +952,25 @@ void Cfs::wake(VcpuId v, sim::Time now) {
   Entity& e = ents_[v];
   Runqueue& rq = rqs_[p];
   update_curr(p, now);
+  CfsRq& q = cfs_rq_at(v, p);  // its group's runqueue on p, or p's root
   if (!e.forked) {
     // wake_up_new_task(): task_fork_fair() + place_entity(initial): START_DEBIT puts a new task
     // one virtual slice (sched_vslice, as if already queued) after min_vruntime.
     e.forked = true;
-    const sim::Duration slice = slice_of(rq.nr_running + 1, rq.load + e.weight, e.weight);
-    e.vruntime = rq.min_vruntime + calc_delta_fair(slice, e.weight);
+    sim::Duration slice = slice_of(q.nr + 1, q.load + e.weight, e.weight);
+    if (group_of(v) != kNoGroup) {
+      const Entity& ge = ents_[gse_of(group_of(v), p)];
+      const std::uint64_t load = rq.load + (ge.on_rq ? 0 : ge.weight);
+      if (load > 0) slice = static_cast<sim::Duration>(static_cast<std::uint64_t>(slice) * ge.weight / load);
+    }
+    e.vruntime = q.min_vruntime + calc_delta_fair(slice, e.weight);
   } else {
     if (e.last_rq != kNoPcpu && e.last_rq != p) {
       // migrate_task_rq_fair() (TASK_WAKING) subtracts the old min_vruntime, enqueue_entity()
       // (ENQUEUE_MIGRATED) adds the new one; the task is no longer cache hot. (The old
       // runqueue's clock is brought up to date first, as its tick would have kept it.)
       update_curr(e.last_rq, now);
-      e.vruntime += rq.min_vruntime - rqs_[e.last_rq].min_vruntime;
+      e.vruntime += q.min_vruntime - cfs_rq_at(v, e.last_rq).min_vruntime;
       e.exec_start = kLongAgo;
       ++wake_migrations_;
     }
@@ -646,10 +978,9 @@ void Cfs::wake(VcpuId v, sim::Time now) {
     // (no gain from a short sleep); one further behind comes back at most latency/2
     // (GENTLE_FAIR_SLEEPERS; a full latency without it) behind min_vruntime.
     const sim::Duration thresh = cfg_.gentle_fair_sleepers ? latency_ / 2 : latency_;
-    e.vruntime = std::max(e.vruntime, rq.min_vruntime - thresh);
+    e.vruntime = std::max(e.vruntime, q.min_vruntime - thresh);
   }
-  account_enqueue(p, v);
-  rq.timeline.insert(v, e.vruntime);
+  enqueue_task(p, v, now);
   // ttwu_do_wakeup(): the idle period this wake-up ends feeds rq->avg_idle (update_avg, 1/8),
   // capped at 2 * max_idle_balance_cost (MODEL: balancing costs no time, so that is
   // 2 * migration_cost).
@@ -668,24 +999,21 @@ void Cfs::sleep(VcpuId v, sim::Time now) {
   if (!e.on_rq) return;
   const PcpuId p = e.rq;
   update_curr(p, now);
-  clear_buddies(p, v);
-  if (rqs_[p].curr != v) rqs_[p].timeline.erase(v);
-  account_dequeue(p, v);
-  update_min_vruntime(p);
+  dequeue_task(p, v, /*sleep=*/true, now);
 }
 
 int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
   Entity& e = ents_[v];
-  if (!e.on_rq || rqs_[e.rq].curr != v) return 0;
+  if (!e.on_rq || running_curr(e.rq) != v) return 0;
   const PcpuId p = e.rq;
   Runqueue& rq = rqs_[p];
   const auto yield_task_fair = [&] {
     if (rq.nr_running == 1) return;  // "Are we the only task in the tree?"
     clear_buddies(p, v);
     update_curr(p, now);
-    rq.skip = v;
+    set_buddy(p, v, &CfsRq::skip);
   };
-  if (to == kIdle || to >= ents_.size() || to == v) {
+  if (to == kIdle || to >= nv_ || to == v) {
     yield_task_fair();  // sched_yield()
     if (rq.nr_running > 1) rq.need_resched = true;
     return 0;
@@ -696,8 +1024,8 @@ int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
   const Entity& t = ents_[to];
   const PcpuId tp = t.on_rq ? t.rq : t.last_rq;
   if (rq.nr_running == 1 && tp != kNoPcpu && rqs_[tp].nr_running == 1) return -1;  // -ESRCH
-  if (!t.on_rq || rqs_[tp].curr == to) return 0;  // blocked (p->state) or running: nothing
-  rqs_[tp].next = to;  // yield_to_task_fair(): set_next_buddy(target)
+  if (!t.on_rq || running_curr(tp) == to) return 0;  // blocked (p->state) or running: nothing
+  set_buddy(tp, to, &CfsRq::next);  // yield_to_task_fair(): set_next_buddy(target)
   yield_task_fair();
   if (tp != p) {
     // resched_task(p_rq->curr), preempt = true: a reschedule IPI to the target's pCPU, whose
@@ -716,6 +1044,12 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
   Runqueue& rq = rqs_[p];
   Decision d;
   update_curr(p, now);
+  // entity_tick()'s update_cfs_group(curr), here at the pick that stands for the tick.
+  if (rq.curr != kNil && !is_task(rq.curr) && ents_[rq.curr].on_rq) {
+    const std::uint32_t g = (rq.curr - nv_) / np_;
+    update_group_avg(g, p, now);
+    update_cfs_group(g, p);
+  }
   const VcpuId curr = running_curr(p);
   d.prev = curr;
   const bool curr_ok = curr != kNil && f.allows(hv_->vcpu(curr));
@@ -728,11 +1062,11 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
     if (d.push != kNil && d.push == curr) resched = true;
   }
   if (curr_ok && !resched && now >= rq.armed_end) {
-    bool past = false;
+    VcpuId past = kNil;
     if (tick_preempts(p, past)) {
       resched = true;
       d.tick = true;
-      d.clear_curr_buddies = past;
+      d.clear_buddies_of = past;
     }
   }
   VcpuId se = kNil;
@@ -762,11 +1096,13 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
     }
   }
   d.vcpu = se;
-  if (se != kNil) {
+  if (se != kNil && !grqs_.empty()) {
+    d.slice = group_slice(p, se, d, now);
+  } else if (se != kNil) {
     // The slice to arm, for the state the commit will create: se running, the previous entity
     // requeued (unless it blocked or is pushed), a pushed entity gone, a pulled one added.
     const Entity& e = ents_[se];
-    std::uint32_t nr = rq.nr_running;
+    std::uint32_t nr = rq.nr;
     std::uint64_t load = rq.load;
     const bool push_here = d.push != kNil && ents_[d.push].on_rq && ents_[d.push].rq == p;
     if (push_here) {
@@ -779,7 +1115,7 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
       load += e.weight;
       v += rq.min_vruntime - rqs_[d.pull_from].min_vruntime;
     }
-    VcpuId left = tree_best_except(p, se, d.push);
+    VcpuId left = tree_best_except(rq, se, d.push);
     bool has_left = left != kNil;
     std::int64_t left_v = has_left ? ents_[left].vruntime : 0;
     if (curr != kNil && curr != se && curr != d.push && (!has_left || ents_[curr].vruntime < left_v)) {
@@ -787,22 +1123,78 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
       left_v = ents_[curr].vruntime;
     }
     const sim::Duration ran = d.keep ? e.sum_exec - e.prev_sum_exec : 0;
-    const sim::Time due = next_tick_at_or_after(preempt_due(now, nr, load, e.weight, ran, has_left, v - left_v), now);
+    const sim::Time due =
+        next_tick_at_or_after(preempt_due(now, nr, slice_of(nr, load, e.weight), e.weight, ran, has_left, v - left_v), now);
     d.slice = due == sim::kNever ? 0 : due - now;
   }
   decision_[p] = d;
   return {se == kNil ? kIdle : se, d.slice};
 }
 
-void Cfs::put_prev(PcpuId p, VcpuId prev, sim::Time now) {
-  // put_prev_entity(): a still-runnable entity goes back into the timeline.
+sim::Duration Cfs::group_slice(PcpuId p, VcpuId se, const Decision& d, sim::Time now) const {
+  // pick_next's slice with task groups: check_preempt_tick's earliest instant at each level of
+  // se's hierarchy (its group runqueue, then the root), for the state the commit will create:
+  // se (and its group entity) current, the entity each level runs now requeued unless it blocked.
+  // MODEL: with a pull or a push in the commit the slice ends at the next tick, where the exact
+  // rule is evaluated on the new state (an early re-check costs nothing but an event).
+  if (d.pull_from != kNoPcpu || d.push != kNil) {
+    const sim::Time tick = next_tick_at_or_after(now + 1, now);
+    return tick - now;
+  }
+  sim::Time due = sim::kNever;
+  const auto level = [&](const CfsRq& q, VcpuId x, bool keep) {
+    const Entity& e = ents_[x];
+    VcpuId left = tree_best_except(q, x, kNil);
+    bool has_left = left != kNil;
+    std::int64_t left_v = has_left ? ents_[left].vruntime : 0;
+    if (q.curr != kNil && q.curr != x && ents_[q.curr].on_rq && (!has_left || ents_[q.curr].vruntime < left_v)) {
+      has_left = true;
+      left_v = ents_[q.curr].vruntime;
+    }
+    const sim::Duration ran = keep ? e.sum_exec - e.prev_sum_exec : 0;
+    due = std::min(due, preempt_due(now, q.nr, entity_slice(p, x), e.weight, ran, has_left, e.vruntime - left_v));
+  };
+  const Runqueue& rq = rqs_[p];
+  const VcpuId top = top_of(se, p);
+  if (top != se) level(cfs_rq_at(se, p), se, d.keep);
+  level(rq, top, rq.curr == top);
+  due = next_tick_at_or_after(due, now);
+  return due == sim::kNever ? 0 : due - now;
+}
+
+void Cfs::put_back_top(PcpuId p, sim::Time now) {
+  // put_prev_entity() of a group entity that stops being the root's current one (the smart path
+  // of pick_next_task_fair leaves it current while its runqueue changes task).
   Runqueue& rq = rqs_[p];
-  if (rq.curr != prev) return;
+  const VcpuId c = rq.curr;
+  if (c == kNil || is_task(c)) return;
+  update_curr(p, now);
+  CfsRq& q = grqs_[c - nv_];
+  if (q.curr != kNil) {
+    if (ents_[q.curr].on_rq) q.timeline.insert(q.curr, ents_[q.curr].vruntime);
+    q.curr = kNil;
+  }
+  if (ents_[c].on_rq) rq.timeline.insert(c, ents_[c].vruntime);
+  rq.curr = kNil;
+}
+
+VcpuId Cfs::current_task(PcpuId p) const {
+  VcpuId c = rqs_[p].curr;
+  if (c != kNil && !is_task(c)) c = my_q(c).curr;
+  return c;
+}
+
+void Cfs::put_prev(PcpuId p, VcpuId prev, sim::Time now) {
+  // put_prev_entity(): a still-runnable task goes back into its runqueue's timeline. Its group
+  // entity stays the root's current one until set_next knows whether the next task is of the
+  // same group (put_back_top).
+  CfsRq& q = cfs_rq_at(prev, p);
+  if (q.curr != prev) return;
   if (ents_[prev].on_rq) {
     update_curr(p, now);
-    rq.timeline.insert(prev, ents_[prev].vruntime);
+    q.timeline.insert(prev, ents_[prev].vruntime);
   }
-  rq.curr = kNil;
+  q.curr = kNil;
 }
 
 void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
@@ -817,23 +1209,24 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
   if (valid && want != kNil) {
     const Entity& w = ents_[want];
     const PcpuId from = d.pull_from != kNoPcpu ? d.pull_from : p;
-    valid = d.keep ? want == rq.curr : (w.on_rq && w.rq == from && rqs_[from].curr != want);
+    valid = d.keep ? want == current_task(p) : (w.on_rq && w.rq == from && current_task(from) != want);
   }
   if (!valid) {
     const sim::Duration slice = d.vcpu == want ? d.slice : 0;
     d = Decision{};
     d.vcpu = want;
     d.slice = slice;
-    d.keep = want != kNil && want == rq.curr;
+    d.keep = want != kNil && want == current_task(p);
     if (want != kNil && !d.keep && ents_[want].on_rq && ents_[want].rq != p) d.pull_from = ents_[want].rq;
   }
   if (d.tick && want != d.prev) ++tick_preemptions_;
   rq.need_resched = false;
   // check_preempt_tick(): "ran > ideal" also clears the preempted entity's buddy marks.
-  if (d.clear_curr_buddies && d.prev != kNil && ents_[d.prev].on_rq && ents_[d.prev].rq == p) clear_buddies(p, d.prev);
+  if (d.clear_buddies_of != kNil && ents_[d.clear_buddies_of].on_rq && ents_[d.clear_buddies_of].rq == p)
+    clear_buddies(p, d.clear_buddies_of);
   if (d.active_done) {
     rq.active_balance = false;
-    if (d.push != kNil && d.push != want && ents_[d.push].on_rq && ents_[d.push].rq == p && rq.curr != d.push &&
+    if (d.push != kNil && d.push != want && ents_[d.push].on_rq && ents_[d.push].rq == p && current_task(p) != d.push &&
         rq.push_cpu != kNoPcpu) {
       const PcpuId target = rq.push_cpu;
       move_queued(d.push, p, target, now);
@@ -848,6 +1241,7 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
     rq.push_cpu = kNoPcpu;
   }
   if (want == kNil) {
+    put_back_top(p, now);
     rq.curr = kNil;
     rq.armed_end = sim::kNever;
     note_idle(p, now);
@@ -859,42 +1253,60 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
     rq.idle_stamp = kNoStamp;  // newidle_balance(): "if (pulled_task) this_rq->idle_stamp = 0"
   }
   Entity& e = ents_[want];
+  const VcpuId top = top_of(want, p);
   if (!d.keep) {
-    // set_next_entity(): out of the timeline, the slice starts now, MRU in cfs_tasks.
-    rq.timeline.erase(want);
-    rq.curr = want;
+    // set_next_entity() at each level that changes: out of the timeline, the slice starts now;
+    // the task becomes MRU in cfs_tasks. A group entity already current stays so (its slice
+    // goes on: pick_next_task_fair's smart path).
+    if (rq.curr != top) {
+      put_back_top(p, now);
+      if (top != want) {
+        Entity& ge = ents_[top];
+        rq.timeline.erase(top);
+        rq.curr = top;
+        ge.exec_start = now;
+        ge.prev_sum_exec = ge.sum_exec;
+      }
+    }
+    CfsRq& q = cfs_rq_at(want, p);
+    q.timeline.erase(want);
+    q.curr = want;
     e.exec_start = now;
     e.prev_sum_exec = e.sum_exec;
     lru_unlink(p, want);
     lru_push_front(p, want);
   }
-  if (d.picked) clear_buddies(p, want);  // pick_next_entity() clears the chosen entity's marks
+  if (d.picked) {  // pick_next_entity() clears the chosen entity's marks, at each level
+    if (top != want) clear_buddies(p, top);
+    clear_buddies(p, want);
+  }
   rq.armed_end = d.slice > 0 ? now + d.slice : sim::kNever;
 }
 
 void Cfs::move_queued(VcpuId v, PcpuId src, PcpuId dst, sim::Time now, bool check_preempt) {
   // detach_task() + attach_task(): dequeue_entity(0) leaves the vruntime relative to the source's
-  // min_vruntime, enqueue_entity(0) adds the destination's; no sleeper placement.
+  // min_vruntime, enqueue_entity(0) adds the destination's; no sleeper placement (a group
+  // entity that enters the destination's root is placed as a waking one, enqueue_task).
   Entity& e = ents_[v];
   update_curr(src, now);
-  rqs_[src].timeline.erase(v);
-  clear_buddies(src, v);
-  account_dequeue(src, v);
-  e.vruntime -= rqs_[src].min_vruntime;
-  update_min_vruntime(src);
+  dequeue_task(src, v, /*sleep=*/false, now);
   e.exec_start = kLongAgo;  // migrate_task_rq_fair(): "We have migrated, no longer consider this task hot"
   update_curr(dst, now);
-  e.vruntime += rqs_[dst].min_vruntime;
-  account_enqueue(dst, v);
-  rqs_[dst].timeline.insert(v, e.vruntime);
+  e.vruntime += cfs_rq_at(v, dst).min_vruntime;
+  enqueue_task(dst, v, now);
   if (check_preempt) check_preempt_curr(dst, v, now);
 }
 
-double Cfs::core_priority(PcpuId p, VcpuId v, bool core_wide) const {
+double Cfs::core_priority(PcpuId p, VcpuId v, hv::CorePrio how) const {
   const Entity& e = ents_[v];
-  if (!core_wide) return -static_cast<double>(e.vruntime);
   const PcpuId r = e.on_rq ? e.rq : p;
-  return -static_cast<double>(e.vruntime - rqs_[r].min_vruntime);
+  const VcpuId top = top_of(v, r);
+  switch (how) {
+    case hv::CorePrio::kRaw: return -static_cast<double>(ents_[top].vruntime);
+    case hv::CorePrio::kCore: return -static_cast<double>(ents_[top].vruntime - rqs_[r].min_vruntime);
+    case hv::CorePrio::kLeaf: return -static_cast<double>(e.vruntime - cfs_rq_at(v, r).min_vruntime);
+  }
+  return 0.0;
 }
 
 void Cfs::on_timer(hv::TimerId t, sim::Time now) {
@@ -903,8 +1315,15 @@ void Cfs::on_timer(hv::TimerId t, sim::Time now) {
 
 std::string Cfs::check_consistency() const {
   const auto at = [](const char* what, std::uint64_t i) { return std::string(what) + " " + std::to_string(i); };
-  std::vector<std::uint32_t> nr(rqs_.size(), 0);
-  std::vector<std::uint64_t> load(rqs_.size(), 0);
+  const std::size_t nq = rqs_.size() + grqs_.size();  // root runqueues, then group runqueues
+  std::vector<std::uint32_t> nr(nq, 0), tasks(rqs_.size(), 0);
+  std::vector<std::uint64_t> load(nq, 0);
+  const auto q_index = [&](VcpuId se, PcpuId p) -> std::size_t {
+    return is_task(se) && group_of(se) != kNoGroup ? rqs_.size() + group_of(se) * np_ + p : p;
+  };
+  const auto q_of = [&](std::size_t i) -> const CfsRq& {
+    return i < rqs_.size() ? static_cast<const CfsRq&>(rqs_[i]) : grqs_[i - rqs_.size()];
+  };
   for (VcpuId v = 0; v < ents_.size(); ++v) {
     const Entity& e = ents_[v];
     const bool queued = heap_pos_[v] != Timeline::kNotQueued;
@@ -913,36 +1332,58 @@ std::string Cfs::check_consistency() const {
       continue;
     }
     if (!usable_.test(e.rq)) return at("entity on an unusable runqueue:", v);
-    if (!hv_->vcpu(v).hard.test(e.rq)) return at("entity on a runqueue outside its hard affinity:", v);
-    ++nr[e.rq];
-    load[e.rq] += e.weight;
-    const bool is_curr = rqs_[e.rq].curr == v;
+    if (is_task(v)) {
+      if (!hv_->vcpu(v).hard.test(e.rq)) return at("entity on a runqueue outside its hard affinity:", v);
+      ++tasks[e.rq];
+    } else if (grqs_[v - nv_].nr == 0) {
+      return at("group entity queued with an empty runqueue:", v);
+    }
+    const std::size_t qi = q_index(v, e.rq);
+    ++nr[qi];
+    load[qi] += e.weight;
+    const CfsRq& q = q_of(qi);
+    const bool is_curr = q.curr == v;
     if (is_curr == queued) return at(is_curr ? "current entity in its timeline:" : "waiting entity not in its timeline:", v);
     if (queued) {
-      const Timeline& t = rqs_[e.rq].timeline;
+      const Timeline& t = q.timeline;
       if (heap_pos_[v] >= t.size() || t.slot(heap_pos_[v]).v != v) return at("timeline index broken for", v);
       if (t.slot(heap_pos_[v]).vruntime != e.vruntime) return at("timeline key differs from vruntime for", v);
     }
   }
+  for (std::size_t i = 0; i < nq; ++i) {
+    const CfsRq& q = q_of(i);
+    if (q.nr != nr[i]) return at("nr_running wrong on runqueue", i);
+    if (q.load != load[i]) return at("load wrong on runqueue", i);
+    const std::uint32_t curr_on = q.curr != kNil && ents_[q.curr].on_rq ? 1 : 0;
+    if (q.timeline.size() + curr_on != nr[i]) return at("timeline size wrong on runqueue", i);
+    for (std::uint32_t k = 1; k < q.timeline.size(); ++k)
+      if (Timeline::less(q.timeline.slot(k), q.timeline.slot((k - 1) / 2))) return at("heap order broken on runqueue", i);
+    const PcpuId p = static_cast<PcpuId>(i < rqs_.size() ? i : (i - rqs_.size()) % np_);
+    for (VcpuId b : {q.next, q.last, q.skip})
+      if (b != kNil && (!ents_[b].on_rq || ents_[b].rq != p || q_index(b, p) != i)) return at("stale buddy on runqueue", i);
+    if (i >= rqs_.size()) {
+      const VcpuId gse = nv_ + static_cast<VcpuId>(i - rqs_.size());
+      if (ents_[gse].on_rq != (nr[i] > 0)) return at("group entity's queued state wrong for runqueue", i);
+      if (q.curr != kNil && rqs_[p].curr != gse) return at("group runqueue current while its entity is not:", i);
+    }
+  }
+  for (std::uint32_t g = 0; g < tg_load_.size(); ++g) {
+    std::uint64_t sum = 0;
+    for (PcpuId p = 0; p < np_; ++p) sum += grq(g, p).contrib;
+    if (sum != tg_load_[g]) return at("group load sum wrong for group", g);
+  }
   for (PcpuId p = 0; p < rqs_.size(); ++p) {
     const Runqueue& rq = rqs_[p];
-    if (rq.nr_running != nr[p]) return at("nr_running wrong on", p);
-    if (rq.load != load[p]) return at("load wrong on", p);
-    const std::uint32_t curr_on = rq.curr != kNil && ents_[rq.curr].on_rq ? 1 : 0;
-    if (rq.timeline.size() + curr_on != nr[p]) return at("timeline size wrong on", p);
-    for (std::uint32_t i = 1; i < rq.timeline.size(); ++i)
-      if (Timeline::less(rq.timeline.slot(i), rq.timeline.slot((i - 1) / 2))) return at("heap order broken on", p);
+    if (rq.nr_running != tasks[p]) return at("nr_running (tasks) wrong on", p);
     std::uint32_t n = 0;
     for (VcpuId v = rq.lru_head; v != kNil; v = ents_[v].lru_next) {
-      if (!ents_[v].on_rq || ents_[v].rq != p || ++n > nr[p]) return at("cfs_tasks list wrong on", p);
+      if (!ents_[v].on_rq || ents_[v].rq != p || ++n > tasks[p]) return at("cfs_tasks list wrong on", p);
       if (ents_[v].lru_next == kNil && rq.lru_tail != v) return at("cfs_tasks tail wrong on", p);
     }
-    if (n != nr[p]) return at("cfs_tasks list short on", p);
-    for (VcpuId b : {rq.next, rq.last, rq.skip})
-      if (b != kNil && (!ents_[b].on_rq || ents_[b].rq != p)) return at("stale buddy on", p);
+    if (n != tasks[p]) return at("cfs_tasks list short on", p);
     if (!usable_.test(p)) continue;
-    if (idle_.test(p) != (nr[p] == 0)) return at("idle mask wrong for", p);
-    if (overloaded_.test(p) != (nr[p] >= 2)) return at("overload mask wrong for", p);
+    if (idle_.test(p) != (tasks[p] == 0)) return at("idle mask wrong for", p);
+    if (overloaded_.test(p) != (tasks[p] >= 2)) return at("overload mask wrong for", p);
     const bool core_idle = (hv_->topology().smt_mask(p) & usable_).subset_of(idle_);
     if (idle_cores_.test(hv_->topology().core_of(p)) != core_idle) return at("idle-core mask wrong for", p);
   }
@@ -950,9 +1391,9 @@ std::string Cfs::check_consistency() const {
     SpanSums su;
     (spans_[id] & usable_).for_each([&](PcpuId p) {
       ++su.weight;
-      su.nr += nr[p];
+      su.nr += tasks[p];
       su.load += load[p];
-      su.idle += nr[p] == 0 ? 1 : 0;
+      su.idle += tasks[p] == 0 ? 1 : 0;
     });
     const SpanSums& have = sums_[id];
     if (su.weight != have.weight || su.nr != have.nr || su.load != have.load || su.idle != have.idle)
@@ -967,7 +1408,8 @@ void Cfs::dump(std::ostream& os) const {
   for (PcpuId p = 0; p < rqs_.size(); ++p) {
     const Runqueue& rq = rqs_[p];
     if (rq.nr_running == 0) continue;
-    os << "  cpu " << p << ": nr_running=" << rq.nr_running << " load=" << rq.load << " min_vruntime=" << rq.min_vruntime
+    os << "  cpu " << p << ": nr_running=" << rq.nr_running << " entities=" << rq.nr << " load=" << rq.load
+       << " min_vruntime=" << rq.min_vruntime
        << " curr=";
     if (rq.curr == kNil) os << "-";
     else os << rq.curr << "(v=" << ents_[rq.curr].vruntime << ")";

@@ -99,6 +99,13 @@ enum class WeightMap : std::uint8_t {
   kLinear = 0,  ///< 1024 * weight / 256, as cgroup cpu.shares (libvirt <shares>): 256 = 1024
   kNice = 1,    ///< the nearest sched_prio_to_weight entry, as if the admin reniced the thread
 };
+/// Task groups (CONFIG_FAIR_GROUP_SCHED): where the host's cgroups put the entities.
+enum class Cgroups : std::uint8_t {
+  kNone = 0,       ///< every entity a task at the root (no cpu cgroups, or all in one)
+  kPerDomain = 1,  ///< each VM, and each bare-metal program, one cgroup under the root (libvirt's
+                   ///< machine.slice/VM scope; a tagged process group); its weight is the group's
+                   ///< cpu.shares, its tasks are nice 0 inside it
+};
 
 /// Scheduling-domain levels (kernel/sched/topology.c, default_topology + NUMA levels).
 enum class LevelKind : std::uint8_t { kSmt, kMc, kDie, kNuma };
@@ -121,6 +128,7 @@ class Cfs final : public hv::SchedulerPolicy {
     std::uint32_t busy_factor = cfs::kBusyFactor;
     std::uint32_t reclaim_distance = cfs::kReclaimDistance;
     cfs::WeightMap weights = cfs::WeightMap::kLinear;
+    cfs::Cgroups cgroups = cfs::Cgroups::kNone;
     bool gentle_fair_sleepers = true;   ///< sched_feat GENTLE_FAIR_SLEEPERS
     bool wakeup_preemption = true;      ///< sched_feat WAKEUP_PREEMPTION
   };
@@ -141,7 +149,7 @@ class Cfs final : public hv::SchedulerPolicy {
   hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override;
   void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override;
   void put_prev(hv::PcpuId p, hv::VcpuId prev, sim::Time now) override;
-  double core_priority(hv::PcpuId p, hv::VcpuId v, bool core_wide) const override;
+  double core_priority(hv::PcpuId p, hv::VcpuId v, hv::CorePrio how) const override;
   void on_timer(hv::TimerId t, sim::Time now) override;
   void dump(std::ostream& os) const override;
 
@@ -154,13 +162,19 @@ class Cfs final : public hv::SchedulerPolicy {
   std::uint32_t nr_latency() const { return nr_latency_; }
   /// The tick period (1 s / hz): tick preemption and balancing happen on this grid.
   sim::Duration tick() const { return jiffy_; }
-  /// v's CFS weight (load.weight).
+  /// v's CFS weight (load.weight): within its group's runqueue when it is in one.
   std::uint32_t weight(hv::VcpuId v) const { return ents_[v].weight; }
+  /// Under `cgroups: per-domain`: the weight of v's group entity on pCPU p (calc_group_shares as
+  /// last updated there), and v's share of its CPU's load (task_h_load). Without groups: v's weight.
+  std::uint32_t group_weight(hv::VcpuId v, hv::PcpuId p) const;
+  std::uint64_t task_h_load(hv::VcpuId v) const;
   /// v's vruntime (absolute, in the frame of the runqueue it is on or last slept on).
   std::int64_t vruntime(hv::VcpuId v) const { return ents_[v].vruntime; }
   /// The runqueue v is on (queued or running); kNoPcpu when blocked.
   hv::PcpuId runqueue_of(hv::VcpuId v) const { return ents_[v].on_rq ? ents_[v].rq : hv::kNoPcpu; }
   std::int64_t min_vruntime(hv::PcpuId p) const { return rqs_[p].min_vruntime; }
+  /// The min_vruntime of the runqueue v sits on (its group's on v's pCPU, else the root's).
+  std::int64_t leaf_min_vruntime(hv::VcpuId v) const;
   std::uint32_t nr_running(hv::PcpuId p) const { return rqs_[p].nr_running; }
   /// sched_slice() of v on its runqueue (as if queued there).
   sim::Duration sched_slice(hv::VcpuId v) const;
@@ -193,14 +207,17 @@ class Cfs final : public hv::SchedulerPolicy {
   static constexpr sim::Time kLongAgo = -(sim::Time{1} << 60);
   static constexpr sim::Time kNoStamp = -1;
 
-  /// struct sched_entity (the fields CFS reads), plus the cfs_tasks list links.
+  /// struct sched_entity (the fields CFS reads), plus the cfs_tasks list links. Ids below
+  /// num_vcpus are tasks (vCPUs); from there on, group entities: num_vcpus + g * pCPUs + p is
+  /// group g's entity on pCPU p, on p's root runqueue while its group's runqueue there holds a
+  /// task.
   struct Entity {
     std::int64_t vruntime = 0;          // ns of virtual time, nice-0 scale
     std::uint32_t weight = cfs::kNice0Load;  // load.weight
     sim::Duration sum_exec = 0;         // sum_exec_runtime
     sim::Duration prev_sum_exec = 0;    // sum_exec_runtime when last picked (set_next_entity)
     sim::Time exec_start = kLongAgo;    // last update_curr while running; task_hot reads it
-    hv::PcpuId rq = hv::kNoPcpu;        // the cfs_rq it is on (meaningful while on_rq)
+    hv::PcpuId rq = hv::kNoPcpu;        // the pCPU whose cfs_rq it is on (meaningful while on_rq)
     hv::PcpuId last_rq = hv::kNoPcpu;   // the cfs_rq it last left (its vruntime's frame)
     bool on_rq = false;                 // queued or running (se->on_rq)
     bool forked = false;                // has been placed once (wake_up_new_task done)
@@ -211,14 +228,24 @@ class Cfs final : public hv::SchedulerPolicy {
     hv::VcpuId last_wakee = kNil;
     hv::PcpuId recent_used_cpu = hv::kNoPcpu;  // set at fork, by its own affine wakes, by SIS
   };
-  /// struct rq + its root struct cfs_rq (no group scheduling: one level).
-  struct Runqueue {
+  /// struct cfs_rq: a root runqueue's, or a group's on one pCPU.
+  struct CfsRq {
     cfs::Timeline timeline;             // queued entities, curr excluded (tasks_timeline)
     hv::VcpuId curr = kNil;             // cfs_rq->curr: set at set_next, cleared at put_prev
-    std::uint32_t nr_running = 0;       // on_rq entities, curr included
+    std::uint32_t nr = 0;               // cfs_rq->nr_running: on_rq entities, curr included
     std::uint64_t load = 0;             // sum of their weights (cfs_rq->load.weight)
     std::int64_t min_vruntime = 0;      // monotonic (update_min_vruntime)
     hv::VcpuId next = kNil, last = kNil, skip = kNil;  // buddies; see cfs.cpp
+    // A group runqueue's load average (PELT's cfs_rq->avg.load_avg: its runnable weight, decayed
+    // with a 32-period half-life) as of avg_stamp, and what it last told the group's sum
+    // (tg_load_avg_contrib).
+    double avg = 0;
+    sim::Time avg_stamp = 0;
+    std::uint64_t contrib = 0;
+  };
+  /// struct rq + its root struct cfs_rq (the base).
+  struct Runqueue : CfsRq {
+    std::uint32_t nr_running = 0;       // rq->nr_running: on_rq TASKS, at any level (h_nr_running)
     bool need_resched = false;          // TIF_NEED_RESCHED: the next pick is a full pick
     sim::Time armed_end = sim::kNever;  // the tick at which the current slice was armed to end
     hv::VcpuId lru_head = kNil, lru_tail = kNil;
@@ -254,7 +281,7 @@ class Cfs final : public hv::SchedulerPolicy {
     bool picked = false;                // chosen by pick_next_entity (which clears its buddy marks)
     hv::VcpuId prev = kNil;             // the current entity when pick_next ran
     bool tick = false;                  // check_preempt_tick asked for a reschedule
-    bool clear_curr_buddies = false;    // check_preempt_tick found prev ran > ideal
+    hv::VcpuId clear_buddies_of = kNil; // check_preempt_tick found this entity ran > ideal
     hv::PcpuId pull_from = hv::kNoPcpu; // vcpu is queued there: newly-idle pull at commit
     bool steal = false;                 // ... by core scheduling's cookie steal, not newidle
     hv::VcpuId push = kNil;             // active balance: move this entity to rq.push_cpu
@@ -263,36 +290,89 @@ class Cfs final : public hv::SchedulerPolicy {
   };
 
   // Accounting and the timeline (cfs.cpp).
+  static constexpr std::uint32_t kNoGroup = ~std::uint32_t{0};
+  bool is_task(hv::VcpuId se) const { return se < nv_; }
+  std::uint32_t group_of(hv::VcpuId v) const { return v < group_of_.size() ? group_of_[v] : kNoGroup; }
+  hv::VcpuId gse_of(std::uint32_t g, hv::PcpuId p) const { return nv_ + g * np_ + p; }
+  CfsRq& grq(std::uint32_t g, hv::PcpuId p) { return grqs_[g * np_ + p]; }
+  const CfsRq& grq(std::uint32_t g, hv::PcpuId p) const { return grqs_[g * np_ + p]; }
+  /// The cfs_rq entity se is (or would be) on when on pCPU p: its group's there, else p's root.
+  CfsRq& cfs_rq_at(hv::VcpuId se, hv::PcpuId p);
+  const CfsRq& cfs_rq_at(hv::VcpuId se, hv::PcpuId p) const;
+  /// The root-level entity that stands for task v on pCPU p: its group's entity, or v itself.
+  hv::VcpuId top_of(hv::VcpuId v, hv::PcpuId p) const;
+  /// The group runqueue a group entity represents.
+  const CfsRq& my_q(hv::VcpuId gse) const { return grqs_[gse - nv_]; }
   std::int64_t calc_delta_fair(sim::Duration delta, std::uint32_t weight) const;
   sim::Duration sched_period(std::uint32_t nr) const;
   sim::Duration slice_of(std::uint32_t nr, std::uint64_t load, std::uint32_t weight) const;
   sim::Duration wakeup_gran(hv::VcpuId se) const { return calc_delta_fair(wakeup_gran_, ents_[se].weight); }
   int wakeup_preempt_entity(hv::VcpuId curr, hv::VcpuId se) const;
   void update_curr(hv::PcpuId p, sim::Time now);
-  void update_min_vruntime(hv::PcpuId p);
+  void update_curr_entity(CfsRq& q, sim::Time now);
+  void update_min_vruntime(CfsRq& q);
+  void update_min_vruntime(hv::PcpuId p) { update_min_vruntime(rqs_[p]); }
+  /// Task v joins / leaves p (rq->nr_running, the idle masks, span sums, cfs_tasks).
   void account_enqueue(hv::PcpuId p, hv::VcpuId v);
   void account_dequeue(hv::PcpuId p, hv::VcpuId v);
+  /// account_entity_enqueue/dequeue on cfs_rq q (of pCPU p): nr, load; a root's load feeds the
+  /// span sums.
+  void account_entity(CfsRq& q, hv::PcpuId p, hv::VcpuId se, bool add);
   void set_nr_running(hv::PcpuId p, std::uint32_t nr);
   void lru_push_front(hv::PcpuId p, hv::VcpuId v);
   void lru_unlink(hv::PcpuId p, hv::VcpuId v);
-  void clear_buddies(hv::PcpuId p, hv::VcpuId v);
-  /// The best queued entity of p (leftmost) that is neither a nor b; kNil if none.
-  hv::VcpuId tree_best_except(hv::PcpuId p, hv::VcpuId a, hv::VcpuId b) const;
+  /// clear_buddies: the marks naming se on its cfs_rq, and upwards while they name its parents.
+  void clear_buddies(hv::PcpuId p, hv::VcpuId se);
+  /// set_next_buddy / set_last_buddy / set_skip_buddy: se's cfs_rq and every level above.
+  void set_buddy(hv::PcpuId p, hv::VcpuId se, hv::VcpuId CfsRq::*mark);
+  /// Task v (on_rq == false, vruntime in p's frame) joins p: its cfs_rq, and its group entity
+  /// at p's root (placed as a waking entity) if the group had nothing there; then the group
+  /// entity's weight (update_cfs_group).
+  void enqueue_task(hv::PcpuId p, hv::VcpuId v, sim::Time now);
+  /// Task v leaves p, to sleep (its vruntime stays absolute) or to migrate (it becomes relative
+  /// to its runqueue's min_vruntime); its group entity leaves p's root with its last task.
+  void dequeue_task(hv::PcpuId p, hv::VcpuId v, bool sleep, sim::Time now);
+  /// update_load_avg + update_tg_load_avg for group g's runqueue on p: its average brought to
+  /// now (under the load it held since the last update), and the group's sum told when it moved
+  /// by more than 1/64.
+  void update_group_avg(std::uint32_t g, hv::PcpuId p, sim::Time now);
+  /// calc_group_shares + reweight_entity for group g's entity on p.
+  void update_cfs_group(std::uint32_t g, hv::PcpuId p);
+  /// The best queued entity of q (leftmost) that is neither a nor b; kNil if none.
+  hv::VcpuId tree_best_except(const CfsRq& q, hv::VcpuId a, hv::VcpuId b) const;
+  /// Whether se may be picked under filter f with `exclude` taken away (a group entity: whether
+  /// its runqueue holds such a task; `curr_task` counts there if it is that runqueue's curr).
+  bool pickable(hv::VcpuId se, hv::VcpuId curr_task, hv::VcpuId exclude, const hv::PickFilter& f) const;
   /// The best queued entity after `after` in timeline order (for the skip buddy), filtered.
-  hv::VcpuId tree_second(hv::PcpuId p, hv::VcpuId first, hv::VcpuId exclude, const hv::PickFilter& f) const;
-  hv::VcpuId tree_best_filtered(hv::PcpuId p, hv::VcpuId exclude, const hv::PickFilter& f) const;
-  /// pick_next_entity(cfs_rq, curr) with buddies; kNil if nothing is runnable.
-  hv::VcpuId pick_next_entity(hv::PcpuId p, hv::VcpuId curr, hv::VcpuId exclude, const hv::PickFilter& f) const;
-  bool tick_preempts(hv::PcpuId p, bool& ran_past_slice) const;
-  /// The earliest instant check_preempt_tick would fire for an entity with this state, or
-  /// kNever; then the tick at or after it (strictly after now).
-  sim::Time preempt_due(sim::Time now, std::uint32_t nr, std::uint64_t load, std::uint32_t weight,
+  hv::VcpuId tree_second(const CfsRq& q, hv::VcpuId first, hv::VcpuId ex, hv::VcpuId curr_task, hv::VcpuId exclude,
+                         const hv::PickFilter& f) const;
+  hv::VcpuId tree_best_filtered(const CfsRq& q, hv::VcpuId ex, hv::VcpuId curr_task, hv::VcpuId exclude,
+                                const hv::PickFilter& f) const;
+  /// pick_next_entity(cfs_rq, curr) at one level with buddies; kNil if nothing is runnable.
+  hv::VcpuId pick_level(const CfsRq& q, hv::PcpuId p, hv::VcpuId curr, hv::VcpuId curr_task, hv::VcpuId exclude,
+                        const hv::PickFilter& f) const;
+  /// pick_next_task_fair's walk: the task p would run (curr_task: its running task if still a
+  /// candidate); kNil if nothing is runnable.
+  hv::VcpuId pick_next_entity(hv::PcpuId p, hv::VcpuId curr_task, hv::VcpuId exclude, const hv::PickFilter& f) const;
+  bool tick_preempts(hv::PcpuId p, hv::VcpuId& ran_past_slice) const;
+  /// The earliest instant check_preempt_tick would fire for an entity with this state (its
+  /// sched_slice `ideal`), or kNever.
+  sim::Time preempt_due(sim::Time now, std::uint32_t nr, sim::Duration ideal, std::uint32_t weight,
                         sim::Duration ran, bool has_left, std::int64_t lead) const;
+  /// sched_slice() of an on_rq entity se on p: its share of its cfs_rq's period, times its
+  /// group entity's share of the root's load.
+  sim::Duration entity_slice(hv::PcpuId p, hv::VcpuId se) const;
+  /// pick_next's slice to arm with task groups (cfs.cpp).
+  sim::Duration group_slice(hv::PcpuId p, hv::VcpuId se, const Decision& d, sim::Time now) const;
   sim::Time next_tick_at_or_after(sim::Time t, sim::Time now) const;
   sim::Duration keep_slice(hv::PcpuId p, sim::Time now) const;
   void maybe_rearm(hv::PcpuId p, sim::Time now);
   void check_preempt_curr(hv::PcpuId p, hv::VcpuId v, sim::Time now);
   hv::VcpuId running_curr(hv::PcpuId p) const;
+  /// The task at the bottom of p's current entities, running or not (cfs_rq->curr chain).
+  hv::VcpuId current_task(hv::PcpuId p) const;
+  /// A group entity that is the root's current one goes back into the root's timeline.
+  void put_back_top(hv::PcpuId p, sim::Time now);
   /// Moves a queued entity from src's timeline to dst's (detach_task + attach_task), re-based,
   /// then lets it preempt dst's current entity (check_preempt_curr) unless told not to.
   void move_queued(hv::VcpuId v, hv::PcpuId src, hv::PcpuId dst, sim::Time now, bool check_preempt = true);
@@ -367,9 +447,15 @@ class Cfs final : public hv::SchedulerPolicy {
   sim::Duration jiffy_ = 0;
   std::int64_t max_lb_interval_ = 1;   // max_load_balance_interval, jiffies
 
-  std::vector<Entity> ents_;
+  std::vector<Entity> ents_;             // tasks, then group entities
   std::vector<std::uint32_t> heap_pos_;  // shared by every runqueue's Timeline
   std::vector<Runqueue> rqs_;
+  std::uint32_t nv_ = 0, np_ = 0;        // tasks (vCPUs), pCPUs
+  // Task groups (cgroups: per-domain): one per domain that has tasks.
+  std::vector<std::uint32_t> group_of_;  // by task: its group, or kNoGroup
+  std::vector<CfsRq> grqs_;              // by group * pCPUs + pCPU
+  std::vector<std::uint32_t> shares_;    // by group: tg->shares
+  std::vector<std::uint64_t> tg_load_;   // by group: its runqueues' contributions summed (tg->load_avg)
   std::vector<Decision> decision_;
   topo::CpuSet usable_;
   topo::CpuSet idle_;                  // usable CPUs with nr_running == 0 (available_idle_cpu)

@@ -405,11 +405,11 @@ PcpuId Cfs::wake_affine_weight(std::uint32_t level, VcpuId p, VcpuId waker, Pcpu
   std::int64_t this_eff_load = static_cast<std::int64_t>(rqs_[this_cpu].load);
   if (sync) {
     const Entity& w = ents_[waker];
-    const std::int64_t current_load = (w.on_rq && w.rq == this_cpu) ? w.weight : 0;
+    const std::int64_t current_load = (w.on_rq && w.rq == this_cpu) ? static_cast<std::int64_t>(task_h_load(waker)) : 0;
     if (current_load > this_eff_load) return this_cpu;
     this_eff_load -= current_load;
   }
-  this_eff_load += ents_[p].weight;
+  this_eff_load += static_cast<std::int64_t>(task_h_load(p));
   this_eff_load *= 100;                                         // WA_BIAS
   std::int64_t prev_eff_load = static_cast<std::int64_t>(rqs_[prev].load);
   prev_eff_load *= 100 + (levels_[level].imbalance_pct - 100) / 2;  // WA_BIAS
@@ -701,8 +701,8 @@ PcpuId Cfs::find_busiest_queue(const LbEnv& env, std::uint32_t busiest_span) con
 }
 
 bool Cfs::task_hot(VcpuId v, PcpuId src, PcpuId dst) const {
-  // CACHE_HOT_BUDDY: buddies stay unless the destination is idle.
-  const Runqueue& s = rqs_[src];
+  // CACHE_HOT_BUDDY: buddies (of the task's own runqueue) stay unless the destination is idle.
+  const CfsRq& s = cfs_rq_at(v, src);
   if (rqs_[dst].nr_running > 0 && (v == s.next || v == s.last)) return true;
   if (cfg_.migration_cost == 0) return false;
   return hv_->now() - ents_[v].exec_start < cfg_.migration_cost;
@@ -713,7 +713,7 @@ bool Cfs::can_migrate(VcpuId v, PcpuId src, const LbEnv& env) const {
   // Under cookie-aware core scheduling a cookie that does not match dst's core counts as
   // cache-hot (5.14 task_hot), except between SMT siblings, where task_hot answers "cold" first.
   if (!hv_->vcpu(v).hard.test(env.dst)) return false;
-  if (rqs_[src].curr == v) return false;
+  if (current_task(src) == v) return false;
   const bool cookie_hot = levels_[env.level].kind != LevelKind::kSmt && !hv_->balance_cookie_match(env.dst, v);
   if (!cookie_hot && !task_hot(v, src, env.dst)) return true;
   return dom(env.dst, env.level).nr_balance_failed > levels_[env.level].cache_nice_tries;
@@ -734,15 +734,28 @@ VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
     const auto scan = [&](PcpuId q) -> VcpuId {
       if (seen.test(q)) return kNil;
       seen.set(q);
-      const Timeline& t = rqs_[q].timeline;
-      const Timeline::Slot* best = nullptr;
-      for (std::uint32_t i = 0; i < t.size(); ++i) {
-        const Timeline::Slot& sl = t.slot(i);
-        const hv::Vcpu& e = hv_->vcpu(sl.v);
-        if (!f.allows(e) || !e.hard.test(p)) continue;
-        if (!best || Timeline::less(sl, *best)) best = &sl;
-      }
-      return best ? best->v : kNil;
+      // The best queued task of the cookie: by the root's order, and inside a group entity by
+      // its runqueue's (MODEL for sched_core_find's core_tree order).
+      const auto best_in = [&](const Timeline& t, auto&& self) -> VcpuId {
+        const Timeline::Slot* best = nullptr;
+        VcpuId task = kNil;
+        for (std::uint32_t i = 0; i < t.size(); ++i) {
+          const Timeline::Slot& sl = t.slot(i);
+          VcpuId cand = sl.v;
+          if (is_task(cand)) {
+            const hv::Vcpu& e = hv_->vcpu(cand);
+            if (!f.allows(e) || !e.hard.test(p)) continue;
+          } else if ((cand = self(my_q(cand).timeline, self)) == kNil) {
+            continue;
+          }
+          if (!best || Timeline::less(sl, *best)) {
+            best = &sl;
+            task = cand;
+          }
+        }
+        return task;
+      };
+      return best_in(rqs_[q].timeline, best_in);
     };
     for (PcpuId q = span.next(p + 1); q != topo::CpuSet::kNone; q = span.next(q + 1))
       if (const VcpuId v = scan(q); v != kNil) {
@@ -768,7 +781,8 @@ VcpuId Cfs::first_detachable(const LbEnv& env, PcpuId src, const hv::PickFilter&
     if (++loop > loop_max) break;
     if (hv_->vcpu(v).hard.test(env.dst)) all_pinned = false;
     if (!can_migrate(v, src, env) || !f.allows(hv_->vcpu(v))) continue;
-    if (env.type == MigrationType::kLoad && ents_[v].weight / 2 > env.imbalance && failed <= tries) continue;
+    if (env.type == MigrationType::kLoad && static_cast<std::int64_t>(task_h_load(v) / 2) > env.imbalance && failed <= tries)
+      continue;
     if (env.type == MigrationType::kUtil && static_cast<std::int64_t>(kCapacityScale) > env.imbalance) continue;
     return v;
   }
@@ -795,8 +809,9 @@ std::uint32_t Cfs::detach_and_attach(LbEnv& env, PcpuId src, bool& all_pinned, s
       switch (env.type) {
         case MigrationType::kLoad:
           // "Make sure that we don't migrate too much load."
-          if (!(ents_[v].weight / 2 > env.imbalance && failed <= tries)) {
-            env.imbalance -= ents_[v].weight;
+          // load = task_h_load(p): its share of the CPU's load, through its group.
+          if (const auto load = static_cast<std::int64_t>(task_h_load(v)); !(load / 2 > env.imbalance && failed <= tries)) {
+            env.imbalance -= load;
             take = true;
           }
           break;
@@ -953,14 +968,24 @@ VcpuId Cfs::push_candidate(PcpuId p) const {
   const bool force = dom(target, level).nr_balance_failed > levels_[level].cache_nice_tries;
   for (VcpuId v = rq.lru_tail; v != kNil; v = ents_[v].lru_prev) {
     if (!hv_->vcpu(v).hard.test(target)) continue;
-    if (!force && task_hot(v, p, target) && v != rq.curr) continue;
+    if (!force && task_hot(v, p, target) && v != current_task(p)) continue;
     return v;
   }
   return kNil;
 }
 
 void Cfs::rebalance_domains(PcpuId p, sim::Time now) {
-  // run_rebalance_domains() -> rebalance_domains(): each level whose interval has passed.
+  // run_rebalance_domains() -> rebalance_domains(): each level whose interval has passed. With
+  // task groups, first entity_tick's update_cfs_group(curr), which the kernel runs every tick
+  // and this timer, on the tick grid, stands for when no pick happens (a lone entity), and
+  // update_blocked_averages(): every group runqueue of p brought up to date, its sleeping
+  // groups' averages decaying.
+  if (!grqs_.empty()) {
+    update_curr(p, now);
+    for (std::uint32_t g = 0; g < tg_load_.size(); ++g) update_group_avg(g, p, now);
+    if (rqs_[p].curr != kNil && !is_task(rqs_[p].curr) && ents_[rqs_[p].curr].on_rq)
+      update_cfs_group((rqs_[p].curr - nv_) / np_, p);
+  }
   const std::int64_t j = jiffies(now);
   IdleType idle = idle_.test(p) ? IdleType::kIdle : IdleType::kNotIdle;
   bool busy = idle != IdleType::kIdle;

@@ -778,9 +778,9 @@ void Credit2::context_saved(VcpuId v, sim::Time now) {
 // sibling comparison. Within one runqueue credit is the order runq_candidate uses. MODEL: across
 // runqueues (core_wide), credit is taken relative to the runqueue's leader (its runq head and
 // the vCPUs current on its pCPUs), because each runqueue resets on its own schedule.
-double Credit2::core_priority(PcpuId, VcpuId v, bool core_wide) const {
+double Credit2::core_priority(PcpuId, VcpuId v, hv::CorePrio how) const {
   const VcpuState& s = vs_[v];
-  if (!core_wide) return static_cast<double>(s.credit);
+  if (how == hv::CorePrio::kRaw) return static_cast<double>(s.credit);
   const Runqueue& r = rqs_[s.rq];
   std::int64_t top = kIdleCredit;
   if (!r.runq.empty()) top = vs_[r.runq.front()].credit;

@@ -113,7 +113,7 @@ class Credit2 final : public hv::SchedulerPolicy {
   /// Core scheduling's cross-sibling comparison: v's credit (ns). With core_wide, its credit
   /// less the best credit in its own runqueue, so runqueues at different points of their
   /// epochs compare (only matters with runqueue=cpu, where siblings have separate runqueues).
-  double core_priority(hv::PcpuId p, hv::VcpuId v, bool core_wide) const override;
+  double core_priority(hv::PcpuId p, hv::VcpuId v, hv::CorePrio how) const override;
   void dump(std::ostream& os) const override;
 
   // Read-only views, for tests and reports.

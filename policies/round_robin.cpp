@@ -166,7 +166,7 @@ void RoundRobin::put_prev(PcpuId p, VcpuId prev, sim::Time) {
   kick_idle_for(prev);
 }
 
-double RoundRobin::core_priority(PcpuId, VcpuId v, bool) const {
+double RoundRobin::core_priority(PcpuId, VcpuId v, hv::CorePrio) const {
   const double age = static_cast<double>(hv_->now() - since_[v]);
   return hv_->vcpu(v).state == hv::Runstate::kRunning ? -age : age;
 }

@@ -34,7 +34,7 @@ class RoundRobin final : public hv::SchedulerPolicy {
   /// Core scheduling: how long v has waited in its queue (queued), or minus how long it has run
   /// since it was switched in (running), so that across siblings the longest waiter wins, as the
   /// FIFO order does within a queue. Naive and core-wide are the same (one clock).
-  double core_priority(hv::PcpuId p, hv::VcpuId v, bool core_wide) const override;
+  double core_priority(hv::PcpuId p, hv::VcpuId v, hv::CorePrio how) const override;
   void dump(std::ostream& os) const override;
 
   sim::Duration slice() const { return slice_; }

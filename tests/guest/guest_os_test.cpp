@@ -184,7 +184,7 @@ class WakeSourceSpy final : public hv::SchedulerPolicy {
   hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override { return inner_->pick_next(p, now, f); }
   void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override { inner_->set_next(p, v, now); }
   void put_prev(hv::PcpuId p, hv::VcpuId v, sim::Time now) override { inner_->put_prev(p, v, now); }
-  double core_priority(hv::PcpuId p, hv::VcpuId v, bool cw) const override { return inner_->core_priority(p, v, cw); }
+  double core_priority(hv::PcpuId p, hv::VcpuId v, hv::CorePrio how) const override { return inner_->core_priority(p, v, how); }
   void on_timer(hv::TimerId t, sim::Time now) override { inner_->on_timer(t, now); }
 
  private:

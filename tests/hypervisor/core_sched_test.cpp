@@ -65,7 +65,7 @@ class FixedPrio final : public hv::SchedulerPolicy {
   hv::Pick pick_next(hv::PcpuId p, sim::Time t, const hv::PickFilter& f) override { return inner_->pick_next(p, t, f); }
   void set_next(hv::PcpuId p, VcpuId v, sim::Time t) override { inner_->set_next(p, v, t); }
   void put_prev(hv::PcpuId p, VcpuId v, sim::Time t) override { inner_->put_prev(p, v, t); }
-  double core_priority(hv::PcpuId, VcpuId v, bool core_wide) const override { return prio(v, core_wide); }
+  double core_priority(hv::PcpuId, VcpuId v, hv::CorePrio how) const override { return prio(v, how != hv::CorePrio::kRaw); }
 
  private:
   std::unique_ptr<hv::SchedulerPolicy> inner_;

@@ -853,9 +853,9 @@ TEST(CfsCorePriority, NaiveIsMinusVruntimeCoreWideIsLagBehindOwnMinVruntime) {
   for (auto x : v) {
     const hv::PcpuId r = ch.cfs().runqueue_of(x);
     ASSERT_NE(r, hv::kNoPcpu);
-    EXPECT_EQ(ch.cfs().core_priority(r, x, false), -static_cast<double>(ch.cfs().vruntime(x)));
-    EXPECT_EQ(ch.cfs().core_priority(r, x, true),
-              -static_cast<double>(ch.cfs().vruntime(x) - ch.cfs().min_vruntime(r)));
+    EXPECT_EQ(ch.cfs().core_priority(r, x, hv::CorePrio::kRaw), -static_cast<double>(ch.cfs().vruntime(x)));
+    for (const hv::CorePrio how : {hv::CorePrio::kCore, hv::CorePrio::kLeaf})  // one level: the same
+      EXPECT_EQ(ch.cfs().core_priority(r, x, how), -static_cast<double>(ch.cfs().vruntime(x) - ch.cfs().min_vruntime(r)));
   }
 }
 

@@ -275,10 +275,10 @@ TEST(Credit2Credit, CorePriorityIsCreditAndKeepsTheOrderWithinARunqueue) {
   start_hogs(h, {TestHost::Vm{g.id, {g.vcpus[0], g.vcpus[1]}, nullptr}});
   h.run_until(sim::ms(4) + sim::us(300));
   Credit2& c = credit2_of(h);
-  for (VcpuId v : g.vcpus) EXPECT_EQ(c.core_priority(0, v, false), static_cast<double>(c.credit(v)));
+  for (VcpuId v : g.vcpus) EXPECT_EQ(c.core_priority(0, v, hv::CorePrio::kRaw), static_cast<double>(c.credit(v)));
   for (VcpuId a : g.vcpus)
     for (VcpuId b : g.vcpus)
-      EXPECT_EQ(c.core_priority(0, a, true) < c.core_priority(0, b, true), c.credit(a) < c.credit(b));
+      EXPECT_EQ(c.core_priority(0, a, hv::CorePrio::kCore) < c.core_priority(0, b, hv::CorePrio::kCore), c.credit(a) < c.credit(b));
   EXPECT_LT(c.credit(g.vcpus[0]), c.credit(g.vcpus[2]));  // the hogs burnt, the idle vCPU did not
 }
 

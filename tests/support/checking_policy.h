@@ -52,8 +52,8 @@ class CheckingPolicy : public hv::SchedulerPolicy {
     observe_put_prev(p, prev, now);
     inner_->put_prev(p, prev, now);
   }
-  double core_priority(hv::PcpuId p, hv::VcpuId v, bool core_wide) const override {
-    return inner_->core_priority(p, v, core_wide);
+  double core_priority(hv::PcpuId p, hv::VcpuId v, hv::CorePrio how) const override {
+    return inner_->core_priority(p, v, how);
   }
   void on_timer(hv::TimerId t, sim::Time now) override { inner_->on_timer(t, now); }
   void dump(std::ostream& os) const override { inner_->dump(os); }
