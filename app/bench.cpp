@@ -97,6 +97,9 @@ nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
   const std::string c2 = find_config("bench/epyc-credit2-4x.yaml");
   if (c2.empty()) throw std::runtime_error("bench: configs/bench/epyc-credit2-4x.yaml not found");
   cases.push_back({"epyc-2s-64c credit2 512 vCPUs", load_scenario_file(c2)});
+  const std::string cg = find_config("bench/epyc-cfs-groups-4x.yaml");
+  if (cg.empty()) throw std::runtime_error("bench: configs/bench/epyc-cfs-groups-4x.yaml not found");
+  cases.push_back({"epyc-2s-64c cfs groups 512 vCPUs", load_scenario_file(cg)});
   for (auto& c : cases) {
     if (o.quick) {
       c.spec.duration = sim::ms(500);
@@ -112,7 +115,7 @@ nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
       ratio.push_back(res.timing.sim_to_wall);
       events = res.events;
     }
-    fmt::print(progress, "scenario {:<26} {:>10} events, median {:.2f} M events/s, simulated/wall {:.1f}x\n", c.label,
+    fmt::print(progress, "scenario {:<32} {:>10} events, median {:.2f} M events/s, simulated/wall {:.1f}x\n", c.label,
                events, median(eps) / 1e6, median(ratio));
     scen.push_back({{"scenario", c.label}, {"events", events}, {"median_events_per_sec", median(eps)},
                     {"median_sim_to_wall", median(ratio)}, {"simulated_s", sim::to_seconds(c.spec.duration)}});

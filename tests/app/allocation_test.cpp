@@ -147,18 +147,22 @@ vms:
                                  sim::ms(200));
 }
 
-// memcached and mutilate's request/reply channels, under cfs with cookie core scheduling.
+// memcached and mutilate's request/reply channels, under cfs with cookie core scheduling, with
+// flat runqueues and with each VM a task group (group runqueues, their averages, reweights).
 TEST(Allocation, ChannelsUnderCoreSchedulingAllocateNothingPerEvent) {
-  expect_no_allocation_per_event(test::load(R"(
+  for (const char* cgroups : {"none", "per-domain"}) {
+    SCOPED_TRACE(cgroups);
+    expect_no_allocation_per_event(test::load(std::string(R"(
 name: t
 duration: 1s
 warmup: 50ms
 topology: desktop-4c8t
-host: {scheduler: {policy: cfs}, core_scheduling: cookie}
+host: {scheduler: {policy: cfs, cgroups: )") + cgroups + R"(}, core_scheduling: cookie}
 vms:
   - {name: vm, count: 2, vcpus: 8, workload: {kind: mutilate, threads: 4}}
 )"),
-                                 sim::ms(200));
+                                   sim::ms(200));
+  }
 }
 
 }  // namespace
