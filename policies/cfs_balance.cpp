@@ -104,12 +104,13 @@
 //   (RFC v5-v9's can_migrate_task) or calls it cache-hot (mainline); this policy always does the
 //   latter.
 // - MODEL: no PELT. A CPU's load is the sum of its runnable entities' weights now (cpu_load is
-//   runnable_load_avg in 5.x), an entity's load its weight (task_h_load), a busy CPU's utilisation
+//   runnable_load_avg in 5.x), a task's load its weight, or under task groups its weight times
+//   its group entity's share of its group runqueue's load (task_h_load), a busy CPU's utilisation
 //   its full capacity and an idle one's 0 (cpu_util), an entity's utilisation one CPU
 //   (task_util_est). find_busiest_queue for migrate_util, where every busy CPU's capped
 //   utilisation ties, takes the one with the most runnable entities.
 // - MODEL: wake_affine_weight reads the instantaneous loads: cpu_load = the runqueue's summed
-//   weights, task_h_load = the weight; the sleeping wakee is in no runqueue, so prev's load is
+//   weights, task_h_load as above; the sleeping wakee is in no runqueue, so prev's load is
 //   not reduced by it (the kernel subtracts its decaying blocked load), and the waker counts as
 //   current only while on the waker CPU's runqueue. Capacities are equal, so they cancel.
 // - MODEL: a kick delivered after a latency (a PV kick after kick_latency, a wake IPI after
