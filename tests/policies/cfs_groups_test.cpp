@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "guest/program.h"
+#include "hypervisor/core_sched.h"
 #include "hypervisor/host.h"
 #include "policies/cfs.h"
 #include "sim/params.h"
+#include "sim/rng.h"
 #include "sim/sim_time.h"
 #include "test_host.h"
 #include "topology/topology.h"
@@ -227,6 +229,37 @@ TEST(CfsGroups, ConsistentThroughWakeupsBalancingAndAffinity) {
   for (VcpuId v = 0; v < h.host().num_vcpus(); ++v) busy += h.host().vcpu_stats(v).running;
   EXPECT_GT(static_cast<double>(busy) / sim::seconds(3), 16 * 0.9);
   EXPECT_GT(cfs_of(h).balance_migrations() + cfs_of(h).newidle_pulls() + cfs_of(h).wake_migrations(), 100u);
+}
+
+TEST(CfsGroups, RandomHostsStayConsistentUnderEveryCoreSchedulingVariant) {
+  // Random mixes of VMs (1-8 vCPUs, busy, bursty or pinned, weights 128-1024) on the two-socket
+  // SMT host, with core scheduling off and under each variant preset (cookie filters, forced
+  // idle, cookie steals, the three core_priority levels): the group structures stay consistent
+  // at every sample, and no run stops on a framework invariant (the dispatcher checks affinity,
+  // one entity per thread and cookie compatibility on every switch).
+  const std::vector<std::string> variants = {"", "csc", "aaron-full", "tim", "csc-tim", "v4", "v5", "mainline"};
+  for (std::uint64_t seed = 1; seed <= 4; ++seed)
+    for (const std::string& variant : variants) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " variant '" + variant + "'");
+      hv::HostSpec hs;
+      if (!variant.empty()) hs.core_sched = *hv::core_sched_preset(variant);
+      TestHost h(test::x5570_2s(), hs, seed, "cfs", groups(true));
+      sim::RngStream rng(seed, "cfs-groups-random");
+      const std::uint32_t vms = 4 + static_cast<std::uint32_t>(rng.uniform() * 8);
+      for (std::uint32_t i = 0; i < vms; ++i) {
+        const auto n = 1 + static_cast<std::uint32_t>(rng.uniform() * 8);
+        hv::DomainSpec d = test::vm("vm" + std::to_string(i), n);
+        d.weight = 128u << static_cast<std::uint32_t>(rng.uniform() * 4);
+        d.cookie = 1 + i;
+        const double kind = rng.uniform();
+        if (kind < 0.2)
+          for (std::uint32_t k = 0; k < n; ++k) d.hard.push_back(topo::CpuSet::single((3 * i + 5 * k) % 16));
+        if (kind < 0.5) h.add_vm(d, compute_sleep(2 * n, 100e3 + 400e3 * rng.uniform(), 200e3 + 800e3 * rng.uniform()));
+        else h.add_vm(d, test::workload("sysbench-cpu", {{"threads", static_cast<double>(n)}}));
+      }
+      h.start();
+      run_checked(h, sim::ms(400), sim::us(500));
+    }
 }
 
 }  // namespace
