@@ -5,7 +5,8 @@
 // vruntime, weights from the nice table, min_vruntime, sleeper placement, sched_slice and tick
 // preemption, wake-up preemption with buddies, select_idle_sibling, fork placement, newly-idle,
 // periodic and active load balancing over SMT / MC / DIE / NUMA domains, sched_yield and
-// yield_to. It is a class of its own because CFS's state (per-entity vruntime, per-runqueue
+// yield_to, and optionally one level of task groups (a cgroup per VM: group entities, group
+// runqueues, calc_group_shares). It is a class of its own because CFS's state (per-entity vruntime, per-runqueue
 // timelines, per-domain balancing state) is private to it, as struct sched_entity and struct
 // cfs_rq are private to fair.c. cfs.cpp opens with the essay (design, parameters, invariants,
 // what is not modelled); cfs_balance.cpp holds the domains, CPU selection and load balancing.
