@@ -78,8 +78,8 @@ TEST(CfsGroups, TwoVmsShareACpuEquallyWhateverTheirVcpuCounts) {
   // One CPU, a VM of four busy vCPUs against a VM of one. Flat, each of the five tasks gets a
   // fifth; in groups each group entity carries its group's whole shares (all its load is on this
   // CPU: 1024 * 4096 / 4096 and 1024 * 1024 / 1024), so the VMs split the CPU 1:1 and the big
-  // VM's vCPUs an eighth each. Tolerance: a few 6 ms slices (18 ms latency on one CPU... here
-  // 6 ms) over 5 s, well under 1%.
+  // VM's vCPUs an eighth each. Tolerance 1%: a share is off by at most a slice or two (6 ms
+  // latency on one CPU) over 5 s.
   for (const bool on : {false, true}) {
     TestHost h(test::flat(1), exact(), 1, "cfs", groups(on));
     auto big = h.add_fake(test::vm("big", 4));
