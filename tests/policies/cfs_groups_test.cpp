@@ -36,24 +36,12 @@ using hv::VcpuId;
 using policy::Cfs;
 using test::FakeGuest;
 using test::TestHost;
+using test::compute_sleep;
 
 sim::ParamValues groups(bool on) {
   sim::ParamValues v;
   v.set("cgroups", on ? 1.0 : 0.0);
   return v;
-}
-
-hv::HostSpec exact() {
-  hv::HostSpec hs;
-  hs.exec.context_switch = 0;
-  hs.exec.cold_duration = 0;
-  return hs;
-}
-
-std::unique_ptr<guest::Program> compute_sleep(std::uint32_t threads, double compute_ns, double block_ns) {
-  return std::make_unique<guest::Program>(
-      threads, std::vector<guest::Phase>{{true, compute_ns, guest::Phase::Dist::kExp, hv::Profile::kMixed, 0.3},
-                                         {false, block_ns, guest::Phase::Dist::kExp, hv::Profile::kCpu, 0}});
 }
 
 Cfs& cfs_of(TestHost& h) { return static_cast<Cfs&>(h.host().policy()); }
@@ -81,7 +69,7 @@ TEST(CfsGroups, TwoVmsShareACpuEquallyWhateverTheirVcpuCounts) {
   // VM's vCPUs an eighth each. Tolerance 1%: a share is off by at most a slice or two (6 ms
   // latency on one CPU) over 5 s.
   for (const bool on : {false, true}) {
-    TestHost h(test::flat(1), exact(), 1, "cfs", groups(on));
+    TestHost h(test::flat(1), test::exact_host(), 1, "cfs", groups(on));
     auto big = h.add_fake(test::vm("big", 4));
     auto one = h.add_fake(test::vm("one", 1));
     std::vector<VcpuId> all = big.vcpus;
@@ -102,7 +90,7 @@ TEST(CfsGroups, SharesSetTheVmsRatioAndTasksShareTheirGroupsTime) {
   // One CPU: VM a with weight 512 (cpu.shares 2048) and two busy vCPUs, VM b with weight 256
   // (1024) and two. The groups split the CPU 2:1, and inside each group its two nice-0 vCPUs
   // split the group's time 1:1: 1/3 each for a's, 1/6 each for b's (within 1%).
-  TestHost h(test::flat(1), exact(), 1, "cfs", groups(true));
+  TestHost h(test::flat(1), test::exact_host(), 1, "cfs", groups(true));
   hv::DomainSpec da = test::vm("a", 2);
   da.weight = 512;
   auto a = h.add_fake(da);
@@ -125,7 +113,7 @@ TEST(CfsGroups, AGroupsSharesSplitOverTheCpusItsTasksRunOn) {
   // 1024 (calc_group_shares once the load averages have settled): b gets 2/3 of CPU 0, a's vCPU
   // there 1/3, and a's other vCPU all of CPU 1. Flat, CPU 0 would be split 1:1. Measured after
   // one second, when the averages (32 ms half-life) are within 1e-9 of their limits; 1%.
-  TestHost h(test::flat(2), exact(), 1, "cfs", groups(true));
+  TestHost h(test::flat(2), test::exact_host(), 1, "cfs", groups(true));
   auto a = h.add_fake([] {
     hv::DomainSpec d = test::vm("a", 2);
     d.hard = {topo::CpuSet::single(0), topo::CpuSet::single(1)};
@@ -159,7 +147,7 @@ TEST(CfsGroups, ABurstyVmKeepsItsShareAgainstABusyVm) {
   // spread). With the instantaneous loads the model first had, every waiting vCPU counted
   // whole, the bursty VM's entities weighed 256, never preempted, and it got 0.54 CPUs.
   for (const bool on : {false, true}) {
-    TestHost h(test::flat(4), exact(), 1, "cfs", groups(on));
+    TestHost h(test::flat(4), test::exact_host(), 1, "cfs", groups(on));
     auto busy = h.add_vm(test::vm("busy", 4), test::workload("sysbench-cpu", {{"threads", 4}}));
     auto web = h.add_vm(test::vm("web", 4), compute_sleep(8, 200e3, 1e6));
     h.start();
@@ -174,7 +162,7 @@ TEST(CfsGroups, CorePriorityComparesRootEntitiesOrLeafLags) {
   // core-wide at the root level, where tasks of different VMs meet as their group entities
   // (Aaron Lu's comparison, Tim Chen's and mainline's); RFC v3's leaf normalisation by the
   // task's own (group) runqueue.
-  TestHost h(test::flat(1), exact(), 1, "cfs", groups(true));
+  TestHost h(test::flat(1), test::exact_host(), 1, "cfs", groups(true));
   auto a = h.add_fake(test::vm("a", 2));
   auto b = h.add_fake(test::vm("b", 1));
   h.start();

@@ -49,6 +49,7 @@ using hv::VcpuId;
 using policy::Cfs;
 using test::FakeGuest;
 using test::TestHost;
+using test::compute_sleep;
 
 // Delegates every hook to cfs and watches its answers: every pCPU it puts an entity on is in the
 // entity's hard affinity (pick_cpu, pick_next, set_next), and the instants at which each pCPU
@@ -98,21 +99,6 @@ struct CfsHost {
   Watcher* watcher;  // owned by the host
   TestHost h;
 };
-
-// No context-switch stall and no cold window: an entity runs exactly the work it is given, so
-// run times (and vruntimes) are computable by hand.
-hv::HostSpec exact() {
-  hv::HostSpec hs;
-  hs.exec.context_switch = 0;
-  hs.exec.cold_duration = 0;
-  return hs;
-}
-
-std::unique_ptr<guest::Program> compute_sleep(std::uint32_t threads, double compute_ns, double block_ns) {
-  return std::make_unique<guest::Program>(
-      threads, std::vector<guest::Phase>{{true, compute_ns, guest::Phase::Dist::kExp, hv::Profile::kMixed, 0.3},
-                                         {false, block_ns, guest::Phase::Dist::kExp, hv::Profile::kCpu, 0}});
-}
 
 hv::DomainSpec weighted(std::string name, std::uint32_t weight, topo::CpuSet hard = {}) {
   hv::DomainSpec d = test::vm(std::move(name), 1, hard);
@@ -220,7 +206,7 @@ TEST(CfsWeights, TwoToOneWeightsShareTwoToOne) {
 // X - 3 ms + r (> X + s - 3 ms since r > s), so A leads it by 3 ms + s - r. Returns that lead as
 // the policy sees it and whether B preempted A.
 std::pair<std::int64_t, bool> wake_with_lead(sim::Duration r, sim::Duration s, std::uint32_t b_weight = 256) {
-  CfsHost ch(test::flat(1), {}, exact());
+  CfsHost ch(test::flat(1), {}, test::exact_host());
   const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
   const VcpuId b = ch.h.add_fake(weighted("b", b_weight)).vcpus[0];
   ch.h.start();
@@ -279,7 +265,7 @@ TEST(CfsPlacement, LongSleeperIsPlacedHalfALatencyBehindAndShares) {
   // old vruntime is ~1 s behind; it is placed at min_vruntime - latency/2 (3 ms here), not left
   // behind. So it preempts A, but then they alternate: over the next 200 ms B runs 100 ms plus
   // at most its 3 ms credit and one 4 ms tick of rounding -- not 200 ms.
-  CfsHost ch(test::flat(1), {}, exact());
+  CfsHost ch(test::flat(1), {}, test::exact_host());
   const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
   const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
   ch.h.start();
@@ -309,7 +295,7 @@ TEST(CfsTick, TwoHogsSwitchOnlyOnTicksAndALoneHogNever) {
   // CPU) are switched at the first tick after each ran 3 ms, i.e. every 4 ms, and only at tick
   // instants. A lone hog is never tick-preempted (entity_tick needs nr_running > 1).
   {
-    CfsHost ch(test::flat(1), {}, exact());
+    CfsHost ch(test::flat(1), {}, test::exact_host());
     const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
     const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
     ch.h.start();
@@ -325,7 +311,7 @@ TEST(CfsTick, TwoHogsSwitchOnlyOnTicksAndALoneHogNever) {
     EXPECT_GT(ch.cfs().tick_preemptions(), 200u);
   }
   {
-    CfsHost ch(test::flat(1), {}, exact());
+    CfsHost ch(test::flat(1), {}, test::exact_host());
     const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
     ch.h.start();
     ch.h.fake().set_plan(a, FakeGuest::hog());
@@ -343,7 +329,7 @@ TEST(CfsTick, TwoHogsSwitchOnlyOnTicksAndALoneHogNever) {
 // keeps it local while everything is idle), runs 1 us and blocks; then hogs start on the given
 // pinned threads; at 10 ms W wakes. Returns the pCPU W was placed on.
 hv::PcpuId wake_placement(std::initializer_list<topo::ThreadId> busy) {
-  CfsHost ch(test::two_cores_ht(), {}, exact());
+  CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
   const VcpuId w = ch.h.add_fake(test::vm("w", 1)).vcpus[0];
   std::vector<VcpuId> hogs;
   for (auto t : busy) hogs.push_back(ch.h.add_fake(test::vm("h" + std::to_string(t), 1, test::cpus({t}))).vcpus[0]);
@@ -387,7 +373,7 @@ TEST(CfsSelectIdleSibling, TakesPrevWhenIdleAndAnIdleThreadWhenNoCoreIsIdle) {
 // when `by_waker`, else by a plain kick (a timer). Returns where pick_cpu placed W.
 struct AffineRig {
   explicit AffineRig(const topo::TopologySpec& spec, const sim::ParamValues& params = {})
-      : ch(spec, params, exact()) {}
+      : ch(spec, params, test::exact_host()) {}
   CfsHost ch;
   VcpuId w = 0, x = 0;
   std::vector<VcpuId> hogs;
@@ -704,7 +690,7 @@ TEST(CfsBalance, IdleCpuPullsQueuedWorkImmediately) {
   // job pinned to pCPU 1 runs (the fork balancer does not move a task to an equally busy CPU);
   // when the job ends, pCPU 1 goes idle and pulls the waiting hog at once (avg_idle starts at
   // 2 x migration_cost >= migration_cost, and the waiting hog stopped running > 0.5 ms ago: cold).
-  CfsHost ch(test::flat(2), {}, exact());
+  CfsHost ch(test::flat(2), {}, test::exact_host());
   const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
   const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
   const VcpuId j = ch.h.add_fake(test::vm("j", 1, test::cpus({1}))).vcpus[0];
@@ -730,7 +716,7 @@ TEST(CfsYield, SchedYieldRunsAFarBehindYielderAgain) {
   // yield_task_fair marks the yielder skip buddy; pick_next_entity skips it only if the second is
   // within wakeup_gran of it. B wakes 3 ms behind A, preempts, and yields at once: A is 3 ms > 1 ms
   // ahead, so B runs again (no vruntime penalty in CFS's yield).
-  CfsHost ch(test::flat(1), {}, exact());
+  CfsHost ch(test::flat(1), {}, test::exact_host());
   const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
   const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
   ch.h.start();
@@ -760,7 +746,7 @@ TEST(CfsYield, DirectedYieldRunsTheTargetNext) {
   // three equal hogs are always within it: after yield_to(T), T runs, whichever waiter it is.
   sim::ParamValues p;
   p.set("wakeup_granularity", 50e6);
-  CfsHost ch(test::flat(1), p, exact());
+  CfsHost ch(test::flat(1), p, test::exact_host());
   std::vector<VcpuId> v;
   for (int i = 0; i < 3; ++i) v.push_back(ch.h.add_fake(test::vm("h" + std::to_string(i), 1)).vcpus[0]);
   ch.start_hogs(v);
@@ -785,7 +771,7 @@ TEST(CfsYield, DirectedYieldReschedulesARemoteTargetsPcpuOneIpiLater) {
   // its pCPU until the IPI arrives, ExecParams::resched_ipi (1 us) later, then the target runs.
   sim::ParamValues p;
   p.set("wakeup_granularity", 50e6);
-  CfsHost ch(test::flat(2), p, exact());
+  CfsHost ch(test::flat(2), p, test::exact_host());
   const VcpuId y = ch.pinned("y", 0);
   const VcpuId c = ch.pinned("c", 1);
   const VcpuId t = ch.pinned("t", 1);
@@ -812,7 +798,7 @@ TEST(CfsYield, ARemoteCurrentAlreadyFlaggedGetsNoSecondIpi) {
   // keeps the pCPU until an IPI sent for it arrives, a whole resched_ipi after its own flagging.
   sim::ParamValues p;
   p.set("wakeup_granularity", 50e6);
-  CfsHost ch(test::flat(3), p, exact());
+  CfsHost ch(test::flat(3), p, test::exact_host());
   const VcpuId y = ch.pinned("y", 0);
   const VcpuId z = ch.pinned("z", 2);
   std::vector<VcpuId> q;
@@ -845,7 +831,7 @@ TEST(CfsYield, ARemoteCurrentAlreadyFlaggedGetsNoSecondIpi) {
 TEST(CfsCorePriority, NaiveIsMinusVruntimeCoreWideIsLagBehindOwnMinVruntime) {
   // cfs_prio_less: naive compares raw vruntimes; core_wide compares each entity's vruntime
   // relative to its own runqueue's min_vruntime.
-  CfsHost ch(test::flat(2), {}, exact());
+  CfsHost ch(test::flat(2), {}, test::exact_host());
   std::vector<VcpuId> v;
   for (int i = 0; i < 3; ++i) v.push_back(ch.h.add_fake(test::vm("h" + std::to_string(i), 1)).vcpus[0]);
   ch.start_hogs(v);
@@ -863,7 +849,7 @@ TEST(CfsCorePriority, PickHonoursTheCookieFilterWithoutCommitting) {
   // pick_next only chooses, so the core-scheduling mechanism may ask it with a cookie filter: the
   // answer is the best entity of that cookie (current included), or idle; asking changes nothing
   // (the next real schedule picks as before).
-  CfsHost ch(test::flat(1), {}, exact());
+  CfsHost ch(test::flat(1), {}, test::exact_host());
   std::vector<VcpuId> v;
   for (int i = 0; i < 4; ++i) {
     hv::DomainSpec d = test::vm("c" + std::to_string(i), 1);

@@ -43,6 +43,7 @@ using hv::VcpuId;
 using policy::Credit2;
 using test::FakeGuest;
 using test::TestHost;
+using test::compute_sleep;
 namespace c2 = policy::credit2;
 
 // Delegates every hook to credit2 and watches its answers: every pCPU it puts an entity on is
@@ -88,12 +89,6 @@ Credit2& credit2_of(TestHost& h) {
   auto* c = dynamic_cast<Credit2*>(&h.host().policy());
   if (c == nullptr) throw std::logic_error("not credit2");
   return *c;
-}
-
-std::unique_ptr<guest::Program> compute_sleep(std::uint32_t threads, double compute_ns, double block_ns) {
-  return std::make_unique<guest::Program>(
-      threads, std::vector<guest::Phase>{{true, compute_ns, guest::Phase::Dist::kExp, hv::Profile::kMixed, 0.3},
-                                         {false, block_ns, guest::Phase::Dist::kExp, hv::Profile::kCpu, 0}});
 }
 
 // Gives every vCPU of the FakeGuest domains a hog plan and kicks it.

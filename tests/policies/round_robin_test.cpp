@@ -31,15 +31,10 @@ using hv::Pick;
 using hv::VcpuId;
 using test::FakeGuest;
 using test::TestHost;
+using test::compute_sleep;
 
 // The policy behind a decorator that checks every placing answer (tests/support/checking_policy.h).
 using AffinityChecker = test::CheckingPolicy;
-
-std::unique_ptr<guest::Program> compute_sleep(std::uint32_t threads, double compute_ns, double block_ns) {
-  return std::make_unique<guest::Program>(
-      threads, std::vector<guest::Phase>{{true, compute_ns, guest::Phase::Dist::kExp, hv::Profile::kMixed, 0.3},
-                                         {false, block_ns, guest::Phase::Dist::kExp, hv::Profile::kCpu, 0}});
-}
 
 // x5570_2s: node 0 = threads 0-3 and 8-11, node 1 = threads 4-7 and 12-15.
 topo::CpuSet node_threads(std::uint32_t n) {

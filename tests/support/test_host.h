@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "guest/guest_os.h"
+#include "guest/program.h"
 #include "guest/workload.h"
 #include "hypervisor/host.h"
 #include "hypervisor/policy_api.h"
@@ -104,6 +105,23 @@ inline topo::CpuSet cpus(std::initializer_list<topo::ThreadId> ts) {
   topo::CpuSet s;
   for (auto t : ts) s.set(t);
   return s;
+}
+
+/// A program of `threads` threads that compute (mixed profile, memory intensity 0.3) and block,
+/// both for exponentially distributed times of the given means: the policy tests' wake-up load.
+inline std::unique_ptr<guest::Program> compute_sleep(std::uint32_t threads, double compute_ns, double block_ns) {
+  return std::make_unique<guest::Program>(
+      threads, std::vector<guest::Phase>{{true, compute_ns, guest::Phase::Dist::kExp, hv::Profile::kMixed, 0.3},
+                                         {false, block_ns, guest::Phase::Dist::kExp, hv::Profile::kCpu, 0}});
+}
+
+/// A host with no context-switch stall and no cold window: an entity runs exactly the work it is
+/// given, so run times (and vruntimes) are computable by hand.
+inline hv::HostSpec exact_host() {
+  hv::HostSpec hs;
+  hs.exec.context_switch = 0;
+  hs.exec.cold_duration = 0;
+  return hs;
 }
 
 /// A domain of `vcpus` entities, every one with the same hard affinity (empty: all usable).
