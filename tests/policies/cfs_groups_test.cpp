@@ -195,22 +195,7 @@ TEST(CfsGroups, ConsistentThroughWakeupsBalancingAndAffinity) {
   // runqueue, group entity, load sum, buddy and mask) stay consistent at every sample, every
   // decision stays in hard affinity (the dispatcher checks), and the sixteen threads are busy.
   TestHost h(test::x5570_2s(), {}, 7, "cfs", groups(true));
-  const auto node = [](std::uint32_t n) {
-    topo::CpuSet s;
-    for (topo::ThreadId t = 0; t < 16; ++t)
-      if ((t % 8) / 4 == n) s.set(t);
-    return s;
-  };
-  for (std::uint32_t i = 0; i < 4; ++i)
-    h.add_vm(test::vm("node" + std::to_string(i), 4, node(i % 2)), test::workload("sysbench-cpu", {{"threads", 4}}));
-  for (std::uint32_t i = 0; i < 4; ++i) {
-    hv::DomainSpec d = test::vm("pin" + std::to_string(i), 4);
-    for (std::uint32_t k = 0; k < 4; ++k) d.hard.push_back(topo::CpuSet::single((5 * i + 3 * k) % 16));
-    h.add_vm(d, compute_sleep(4, 400e3, 600e3));
-  }
-  for (std::uint32_t i = 0; i < 4; ++i)
-    h.add_vm(test::vm("mem" + std::to_string(i), 4), test::workload("sysbench-memory", {{"threads", 4}}));
-  for (std::uint32_t i = 0; i < 4; ++i) h.add_vm(test::vm("web" + std::to_string(i), 4), compute_sleep(6, 300e3, 300e3));
+  test::add_affinity_mix(h);
   h.start();
   run_checked(h, sim::seconds(3), sim::us(400));
   sim::Duration busy = 0;

@@ -891,13 +891,6 @@ TEST(CfsCorePriority, PickHonoursTheCookieFilterWithoutCommitting) {
 // ---------------------------------------------------------------------------------------------
 // Hard affinity, everywhere.
 
-topo::CpuSet node_threads(std::uint32_t n) {
-  topo::CpuSet s;
-  for (topo::ThreadId t = 0; t < 16; ++t)
-    if ((t % 8) / 4 == n) s.set(t);
-  return s;
-}
-
 TEST(CfsAffinity, HonouredOnEveryDecisionAndEveryQueueAt4xOvercommit) {
   // System: x5570_2s (16 threads), 64 vCPUs: 4 VMs x 4 vCPUs pinned to one node (sysbench-cpu),
   // 4 VMs x 4 vCPUs each pinned to one thread (compute/sleep: many wake-ups), 4 VMs x 4 unpinned
@@ -907,17 +900,7 @@ TEST(CfsAffinity, HonouredOnEveryDecisionAndEveryQueueAt4xOvercommit) {
   // wrapper), and at every 100 us sample every runnable or running entity is on a runqueue of
   // its hard set and runs inside it; CPU time is conserved.
   CfsHost ch(test::x5570_2s(), {}, {}, 7);
-  for (std::uint32_t i = 0; i < 4; ++i)
-    ch.h.add_vm(test::vm("node" + std::to_string(i), 4, node_threads(i % 2)),
-                test::workload("sysbench-cpu", {{"threads", 4}}));
-  for (std::uint32_t i = 0; i < 4; ++i) {
-    hv::DomainSpec d = test::vm("pin" + std::to_string(i), 4);
-    for (std::uint32_t k = 0; k < 4; ++k) d.hard.push_back(topo::CpuSet::single((5 * i + 3 * k) % 16));
-    ch.h.add_vm(d, compute_sleep(4, 400e3, 600e3));
-  }
-  for (std::uint32_t i = 0; i < 4; ++i)
-    ch.h.add_vm(test::vm("mem" + std::to_string(i), 4), test::workload("sysbench-memory", {{"threads", 4}}));
-  for (std::uint32_t i = 0; i < 4; ++i) ch.h.add_vm(test::vm("web" + std::to_string(i), 4), compute_sleep(6, 300e3, 300e3));
+  test::add_affinity_mix(ch.h);
   ASSERT_EQ(ch.host().num_vcpus(), 64u);
   ch.h.start();
   std::uint64_t running_seen = 0;

@@ -36,13 +36,6 @@ using test::compute_sleep;
 // The policy behind a decorator that checks every placing answer (tests/support/checking_policy.h).
 using AffinityChecker = test::CheckingPolicy;
 
-// x5570_2s: node 0 = threads 0-3 and 8-11, node 1 = threads 4-7 and 12-15.
-topo::CpuSet node_threads(std::uint32_t n) {
-  topo::CpuSet s;
-  for (topo::ThreadId t = 0; t < 16; ++t)
-    if ((t % 8) / 4 == n) s.set(t);
-  return s;
-}
 
 TEST(RoundRobin, HonoursHardAffinityOnEveryDecisionAt4xOvercommit) {
   // System: 2 sockets x 4 cores x 2 threads (16 threads), 64 vCPUs = 4x overcommit:
@@ -56,17 +49,7 @@ TEST(RoundRobin, HonoursHardAffinityOnEveryDecisionAt4xOvercommit) {
   auto checker = std::make_unique<AffinityChecker>(TestHost::make_policy("rr"));
   AffinityChecker* chk = checker.get();
   TestHost h(test::x5570_2s(), {}, 7, std::move(checker));
-  for (std::uint32_t i = 0; i < 4; ++i)
-    h.add_vm(test::vm("node" + std::to_string(i), 4, node_threads(i % 2)),
-             test::workload("sysbench-cpu", {{"threads", 4}}));
-  for (std::uint32_t i = 0; i < 4; ++i) {
-    hv::DomainSpec d = test::vm("pin" + std::to_string(i), 4);
-    for (std::uint32_t k = 0; k < 4; ++k) d.hard.push_back(topo::CpuSet::single((5 * i + 3 * k) % 16));
-    h.add_vm(d, compute_sleep(4, 400e3, 600e3));
-  }
-  for (std::uint32_t i = 0; i < 4; ++i)
-    h.add_vm(test::vm("mem" + std::to_string(i), 4), test::workload("sysbench-memory", {{"threads", 4}}));
-  for (std::uint32_t i = 0; i < 4; ++i) h.add_vm(test::vm("web" + std::to_string(i), 4), compute_sleep(6, 300e3, 300e3));
+  test::add_affinity_mix(h);
   ASSERT_EQ(h.host().num_vcpus(), 64u);
   h.start();
   std::uint64_t running_seen = 0;
@@ -147,7 +130,7 @@ TEST(RoundRobin, IsWorkConserving) {
   TestHost h(test::x5570_2s(), {}, 3);
   for (std::uint32_t i = 0; i < 8; ++i) h.add_vm(test::vm("free" + std::to_string(i), 2), compute_sleep(2, 500e3, 500e3));
   for (std::uint32_t i = 0; i < 4; ++i)
-    h.add_vm(test::vm("node" + std::to_string(i), 2, node_threads(i % 2)), compute_sleep(2, 500e3, 500e3));
+    h.add_vm(test::vm("node" + std::to_string(i), 2, test::x5570_node_threads(i % 2)), compute_sleep(2, 500e3, 500e3));
   for (std::uint32_t i = 0; i < 2; ++i) {
     hv::DomainSpec d = test::vm("pin" + std::to_string(i), 2);
     for (std::uint32_t k = 0; k < 2; ++k) d.hard.push_back(topo::CpuSet::single(1 + 7 * i + 2 * k));

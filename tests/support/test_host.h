@@ -101,6 +101,14 @@ inline topo::TopologySpec x5570_2s() {
   return s;
 }
 
+/// The threads of node n of x5570_2s(): node 0 = threads 0-3 and 8-11, node 1 = 4-7 and 12-15.
+inline topo::CpuSet x5570_node_threads(std::uint32_t n) {
+  topo::CpuSet s;
+  for (topo::ThreadId t = 0; t < 16; ++t)
+    if ((t % 8) / 4 == n) s.set(t);
+  return s;
+}
+
 inline topo::CpuSet cpus(std::initializer_list<topo::ThreadId> ts) {
   topo::CpuSet s;
   for (auto t : ts) s.set(t);
@@ -342,5 +350,21 @@ class TestHost {
   std::vector<std::unique_ptr<guest::GuestOs>> guests_;
   std::vector<Vm> vms_;
 };
+
+/// The policy tests' affinity mix on x5570_2s() (16 threads): 64 vCPUs in 16 VMs of 4, 4x
+/// overcommit. Four CPU-bound VMs pinned to a node each (alternating), four compute/sleep VMs
+/// whose every vCPU is pinned to one thread, four free memory-bound VMs and four free
+/// compute/sleep VMs of 6 threads, so that wake placement, forks and every kind of balancing run.
+inline void add_affinity_mix(TestHost& h) {
+  for (std::uint32_t i = 0; i < 4; ++i)
+    h.add_vm(vm("node" + std::to_string(i), 4, x5570_node_threads(i % 2)), workload("sysbench-cpu", {{"threads", 4}}));
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    hv::DomainSpec d = vm("pin" + std::to_string(i), 4);
+    for (std::uint32_t k = 0; k < 4; ++k) d.hard.push_back(topo::CpuSet::single((5 * i + 3 * k) % 16));
+    h.add_vm(d, compute_sleep(4, 400e3, 600e3));
+  }
+  for (std::uint32_t i = 0; i < 4; ++i) h.add_vm(vm("mem" + std::to_string(i), 4), workload("sysbench-memory", {{"threads", 4}}));
+  for (std::uint32_t i = 0; i < 4; ++i) h.add_vm(vm("web" + std::to_string(i), 4), compute_sleep(6, 300e3, 300e3));
+}
 
 }  // namespace vcpusim::test
