@@ -27,16 +27,20 @@ struct CoreSchedParams {
 
   /// How the candidates of different siblings are compared (the `cmp` column of section 3).
   enum class Compare : std::uint8_t {
-    kNaive,       ///< core_priority(naive): raw per-runqueue value. Stands for Aaron Lu's core-wide
-                  ///< root min_vruntime (RFC v4/v5, csc_vruntime), which makes raw vruntimes of
-                  ///< siblings comparable on one base (cmp=core_min_vruntime).
-    kCoreWide,    ///< core_priority(core_wide): lag behind each runqueue's own floor; RFC v3's leaf
-                  ///< normalisation (cmp=v3_leaf_norm); one task per CPU ties at ~0.
-    kFiSnapshot,  ///< mainline 5.14 min_vruntime_fi: core_wide outside forced idle; during an
-                  ///< episode, the progress (naive priority) since the episode began, so the
-                  ///< runner loses at the next core-wide pick (cmp=fi_snapshot).
+    kNaive,       ///< core_priority(kRaw): raw per-runqueue value (of the root-level entity).
+                  ///< Stands for Aaron Lu's core-wide root min_vruntime (RFC v4/v5, csc_vruntime),
+                  ///< which makes raw vruntimes of siblings comparable on one base
+                  ///< (cmp=core_min_vruntime).
+    kCoreWide,    ///< core_priority(kLeaf): lag behind the candidate's own (leaf) runqueue's
+                  ///< floor; RFC v3's leaf normalisation (cmp=v3_leaf_norm); one task per CPU
+                  ///< ties at ~0.
+    kFiSnapshot,  ///< mainline 5.14 min_vruntime_fi: core_priority(kCore), the lag where the
+                  ///< candidates' hierarchies meet, outside forced idle; during an episode, the
+                  ///< progress (kRaw) since the episode began, so the runner loses at the next
+                  ///< core-wide pick (cmp=fi_snapshot).
     kFiTime,      ///< Tim Chen #1 (Jul 2019): forced-idle time of a pCPU is added to its
-                  ///< candidates' priority and consumed by running (cmp=fi_time_in_min_vruntime).
+                  ///< candidates' priority (kCore) and consumed by running
+                  ///< (cmp=fi_time_in_min_vruntime).
     kFiBudget,    ///< Tim Chen #2 (Aug 2019): per-pCPU idle allowance (fi_allowance, 5 ms),
                   ///< consumed by running while a sibling is forced idle, refilled when all are
                   ///< exhausted; different cookies compare allowance, more left wins (cmp=fi_budget).
