@@ -594,6 +594,11 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
   if (entities > 1'000'000) root.fail("more than 1,000,000 vCPUs and tasks");
   assign_cookies(s, cookie_override);
+  // The process of each task of a multi-process bare-metal program, which host task groups
+  // follow (cfs `cgroups: per-domain`: a cgroup per process of such a program).
+  for (GroupSpec& g : s.groups)
+    if (const auto procs = bare_metal_processes(g); !procs.empty())
+      for (hv::DomainSpec& d : g.instances) d.processes = procs;
   return s;
 }
 

@@ -41,6 +41,7 @@ struct Vcpu {
   topo::CpuSet soft;                ///< soft affinity: prefers to run here
   std::uint32_t weight = 256;       ///< relative share, Xen's default weight 256
   std::uint64_t cookie = 0;         ///< core-scheduling cookie (0 = untagged)
+  std::uint32_t process = 0;        ///< which process of its (bare-metal) domain it belongs to
 
   // Execution (the rate model).
   WorkSegment work;

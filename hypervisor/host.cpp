@@ -77,6 +77,7 @@ DomainId Host::add_domain(const DomainSpec& spec, GuestHooks* guest) {
     v.index = i;
     v.weight = spec.weight;
     v.cookie = i < spec.cookies.size() ? spec.cookies[i] : spec.cookie;
+    v.process = i < spec.processes.size() ? spec.processes[i] : 0;
     v.hard = (i < spec.hard.size() ? spec.hard[i] : usable_) & usable_;
     v.soft = (i < spec.soft.size() ? spec.soft[i] : usable_) & usable_;
     if (v.hard.empty())

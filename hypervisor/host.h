@@ -59,6 +59,8 @@ struct DomainSpec {
   std::uint64_t cookie = 0;
   /// Per-entity cookies (core scheduling per task; empty: every entity has `cookie`).
   std::vector<std::uint64_t> cookies;
+  /// Per-entity process of a bare-metal program of several processes (empty: one process).
+  std::vector<std::uint32_t> processes;
   /// Per-entity hard and soft affinity (size vcpus; empty: every usable thread).
   std::vector<topo::CpuSet> hard, soft;
   /// Share of memory per node (size nodes, sums to 1; empty: all on node 0).

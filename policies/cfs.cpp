@@ -17,8 +17,9 @@
 // is always the best *waiting* entity.
 //
 // Task groups (CONFIG_FAIR_GROUP_SCHED, `cgroups: per-domain`; default `none`: every vCPU a task
-// at the root). Each VM, and each bare-metal program, is a cgroup directly under the root, as
-// libvirt's machine.slice scopes (or a tagged process group) are. A group has a runqueue and a
+// at the root). Each VM, and each process of a bare-metal program (Vcpu::process: memcached and
+// the mutilate clients are two), is a cgroup directly under the root, as libvirt's machine.slice
+// scopes (or a tagged process group) are. A group has a runqueue and a
 // group entity on every pCPU; the entity sits on that pCPU's root runqueue while the group's
 // runqueue there holds a task, and carries the group's cpu.shares (the domain's weight mapped as
 // `weights` says) split over the CPUs by load (calc_group_shares: shares * this runqueue's load
@@ -134,7 +135,7 @@
 //   weights              choice    linear  how Vcpu::weight maps to load.weight: linear
 //                                          (1024*w/256, cpu.shares) or nice (nearest nice level)
 //   cgroups              choice    none    task groups: none, or per-domain (a cgroup per VM and
-//                                          per bare-metal program; the mapped weight is its
+//                                          per bare-metal process; the mapped weight is its
 //                                          cpu.shares, its tasks nice 0)
 //   gentle_fair_sleepers choice    on      sched_feat GENTLE_FAIR_SLEEPERS (off: full latency credit)
 //   wakeup_preemption    choice    on      sched_feat WAKEUP_PREEMPTION
@@ -231,7 +232,7 @@ std::vector<ParamSpec> Cfs::param_specs() {
       {"weights", K::kChoice, 0, 0, 1, {"linear", "nice"},
        "Vcpu weight to load.weight: 1024*w/256 (cpu.shares) or the nearest nice level"},
       {"cgroups", K::kChoice, 0, 0, 1, {"none", "per-domain"},
-       "task groups: none (every vCPU a task at the root) or per-domain (each VM and bare-metal program a cgroup)"},
+       "task groups: none (every vCPU a task at the root) or per-domain (each VM and bare-metal process a cgroup)"},
       {"gentle_fair_sleepers", K::kChoice, 1, 0, 1, {"off", "on"},
        "sleeper credit is half the latency (sched_feat GENTLE_FAIR_SLEEPERS, default on)"},
       {"wakeup_preemption", K::kChoice, 1, 0, 1, {"off", "on"},
@@ -283,13 +284,25 @@ void Cfs::attach(const hv::SchedContext& ctx) {
 
   nv_ = nv;
   np_ = np;
-  // Task groups: one per domain under `cgroups: per-domain`, each with an entity and a runqueue
-  // on every pCPU (alloc_fair_sched_group); their entities follow the tasks in ents_.
-  const std::uint32_t ng = cfg_.cgroups == Cgroups::kPerDomain ? hv_->num_domains() : 0;
+  // Task groups under `cgroups: per-domain`: one per VM and one per process of a bare-metal
+  // program (Vcpu::process), in order of first task, each with an entity and a runqueue on every
+  // pCPU (alloc_fair_sched_group); their entities follow the tasks in ents_.
+  group_of_.clear();
+  std::uint32_t ng = 0;
+  if (cfg_.cgroups == Cgroups::kPerDomain) {
+    group_of_.assign(nv, kNoGroup);
+    std::vector<std::vector<std::uint32_t>> by_domain(hv_->num_domains());
+    for (VcpuId v = 0; v < nv; ++v) {
+      const hv::Vcpu& vc = hv_->vcpu(v);
+      std::vector<std::uint32_t>& procs = by_domain[vc.domain];
+      if (procs.size() <= vc.process) procs.resize(vc.process + 1, kNoGroup);
+      if (procs[vc.process] == kNoGroup) procs[vc.process] = ng++;
+      group_of_[v] = procs[vc.process];
+    }
+  }
   ents_.assign(nv + static_cast<std::size_t>(ng) * np, Entity{});
   heap_pos_.assign(ents_.size(), Timeline::kNotQueued);
   allowed_cores_.assign(nv, topo::CpuSet{});
-  group_of_.assign(ng > 0 ? nv : 0, kNoGroup);
   grqs_.clear();
   grqs_.resize(static_cast<std::size_t>(ng) * np);
   shares_.assign(ng, kNice0Load);
@@ -355,9 +368,7 @@ void Cfs::insert_vcpu(VcpuId v) {
     // In a group the mapped weight is the group's cpu.shares (libvirt's <shares> of the VM
     // scope), and the task is nice 0 inside it. MODEL: libvirt's per-vCPU child cgroups (one
     // task each) are folded into their task.
-    const std::uint32_t g = vc.domain;
-    group_of_[v] = g;
-    shares_[g] = weight;
+    shares_[group_of_[v]] = weight;
     ents_[v].weight = kNice0Load;
   } else {
     ents_[v].weight = weight;

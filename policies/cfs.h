@@ -103,9 +103,9 @@ enum class WeightMap : std::uint8_t {
 /// Task groups (CONFIG_FAIR_GROUP_SCHED): where the host's cgroups put the entities.
 enum class Cgroups : std::uint8_t {
   kNone = 0,       ///< every entity a task at the root (no cpu cgroups, or all in one)
-  kPerDomain = 1,  ///< each VM, and each bare-metal program, one cgroup under the root (libvirt's
-                   ///< machine.slice/VM scope; a tagged process group); its weight is the group's
-                   ///< cpu.shares, its tasks are nice 0 inside it
+  kPerDomain = 1,  ///< each VM, and each process of a bare-metal program, one cgroup under the
+                   ///< root (libvirt's machine.slice/VM scope; a tagged process group); its weight
+                   ///< is the group's cpu.shares, its tasks are nice 0 inside it
 };
 
 /// Scheduling-domain levels (kernel/sched/topology.c, default_topology + NUMA levels).

@@ -73,6 +73,20 @@ TEST(CoreSchedulingLoader, CookiesPerVmPerTaskNoneAndGroupOverrides) {
   EXPECT_NE(s.groups[0].instances[0].cookies[0], s.groups[0].instances[0].cookies[1]);
 }
 
+TEST(CoreSchedulingLoader, BareMetalProgramsOfSeveralProcessesNameEachTasksProcess) {
+  // mutilate on bare metal runs memcached (4 server threads) and the clients (T threads) as two
+  // processes: every task carries its process, with or without core scheduling, and cfs task
+  // groups follow it (each process its own cgroup). A VM's and a one-process program's tasks
+  // carry none.
+  const ScenarioSpec s = load("topology: desktop-4c8t\nhost: {scheduler: {policy: cfs, cgroups: per-domain}}\n"
+                              "vms:\n  - {name: vm, vcpus: 2, workload: {kind: mutilate, threads: 2}}\n"
+                              "baremetal:\n  - {name: bm, workload: {kind: mutilate, threads: 3}}\n"
+                              "  - {name: cpu, workload: {kind: sysbench-cpu, threads: 2}}\n");
+  EXPECT_TRUE(s.groups[0].instances[0].processes.empty());
+  EXPECT_EQ(s.groups[1].instances[0].processes, (std::vector<std::uint32_t>{0, 0, 0, 0, 1, 1, 1}));
+  EXPECT_TRUE(s.groups[2].instances[0].processes.empty());
+}
+
 TEST(CoreSchedulingLoader, CookieBadValuesNameTheirLineAndField) {
   EXPECT_NE(error_of(scenario("  core_scheduling: cookies\n")).find("t.yaml:4:20: host.core_scheduling:"), std::string::npos)
       << error_of(scenario("  core_scheduling: cookies\n"));

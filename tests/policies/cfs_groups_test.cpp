@@ -137,6 +137,27 @@ TEST(CfsGroups, AGroupsSharesSplitOverTheCpusItsTasksRunOn) {
   EXPECT_EQ(cfs_of(h).group_weight(b.vcpus[0], 0), 1024u);
 }
 
+TEST(CfsGroups, EachProcessOfABareMetalProgramIsItsOwnGroup) {
+  // One CPU, a bare-metal program of three busy tasks in two processes (one task in process 0,
+  // two in process 1, as memcached and its clients are): two groups of equal shares, so the lone
+  // task gets half the CPU and the other two a quarter each; flat, a third each (within 1%).
+  for (const bool on : {false, true}) {
+    TestHost h(test::flat(1), test::exact_host(), 1, "cfs", groups(on));
+    hv::DomainSpec d = test::vm("bm", 3);
+    d.bare_metal = true;
+    d.processes = {0, 1, 1};
+    auto bm = h.add_fake(d);
+    h.start();
+    for (VcpuId v : bm.vcpus) {
+      h.fake().set_plan(v, FakeGuest::hog());
+      h.fake().kick(v);
+    }
+    run_checked(h, sim::seconds(4));
+    EXPECT_NEAR(share(h, bm.vcpus[0], sim::seconds(4)), on ? 0.5 : 1.0 / 3, 0.01) << (on ? "groups" : "flat");
+    for (VcpuId v : {bm.vcpus[1], bm.vcpus[2]}) EXPECT_NEAR(share(h, v, sim::seconds(4)), on ? 0.25 : 1.0 / 3, 0.01);
+  }
+}
+
 TEST(CfsGroups, ABurstyVmKeepsItsShareAgainstABusyVm) {
   // Four CPUs: a VM of four busy vCPUs against a VM of four vCPUs whose eight threads compute
   // 200 us and sleep 1 ms (exponential). The bursty VM needs 8 * 200 / 1200 = 1.33 CPUs. Its
