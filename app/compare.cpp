@@ -9,6 +9,7 @@
 #include <fmt/ostream.h>
 
 #include "app/config_error.h"
+#include "app/records.h"
 #include "app/statistics.h"
 
 namespace vcpusim::app {
@@ -71,7 +72,11 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
   std::map<int, std::string> col_by_index;
   std::set<std::string> metrics;
   std::vector<std::string> fields;
-  for (const auto& r : records) {
+  // In canonical order, so that fields, sums and means do not depend on the order the runs
+  // finished in (--jobs).
+  const std::vector<const nlohmann::json*> in_order = canonical_order(records);
+  for (const nlohmann::json* rp : in_order) {
+    const auto& r = *rp;
     const auto& c = r.at("column");
     col_by_index[r.value("column_index", 0)] = c.is_null() ? "" : c.get<std::string>();
     for (const auto& [k, v] : r.at("metrics").items()) metrics.insert(k);
@@ -102,7 +107,8 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
 
   // Operations: the --by value, with any other swept fields appended; ordered by point_index.
   std::map<int, std::string> op_by_index;
-  for (const auto& r : records) {
+  for (const nlohmann::json* rp : in_order) {
+    const auto& r = *rp;
     const auto& p = r.at("point");
     std::string op = g.by.empty() ? "" : render(p.at(g.by));
     for (const auto& f : fields)

@@ -40,19 +40,15 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
   return out;
 }
 
-void sort_records(std::vector<nlohmann::json>& records, const std::vector<std::string>& column_order) {
-  auto col_rank = [&](const nlohmann::json& r) {
-    const auto& c = r.at("column");
-    const std::string s = c.is_null() ? "" : c.get<std::string>();
-    const auto it = std::find(column_order.begin(), column_order.end(), s);
-    return std::make_pair(static_cast<std::size_t>(it - column_order.begin()), s);
-  };
-  std::stable_sort(records.begin(), records.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
-    const auto ka = key_of(a), kb = key_of(b);
-    const auto ca = col_rank(a), cb = col_rank(b);
-    if (ca != cb) return ca < cb;
-    return std::tie(std::get<1>(ka), std::get<2>(ka)) < std::tie(std::get<1>(kb), std::get<2>(kb));
-  });
+std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::json>& records) {
+  std::vector<std::pair<RecordKey, const nlohmann::json*>> keyed;
+  keyed.reserve(records.size());
+  for (const auto& r : records) keyed.emplace_back(key_of(r), &r);
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const nlohmann::json*> out;
+  out.reserve(keyed.size());
+  for (const auto& [k, r] : keyed) out.push_back(r);
+  return out;
 }
 
 RecordWriter::RecordWriter(const std::string& path) {

@@ -28,8 +28,10 @@ RecordKey key_of(const nlohmann::json& record);
 /// ignored). Throws ConfigError for a malformed complete line.
 std::vector<nlohmann::json> read_records(const std::string& path);
 
-/// Sorts records by (column order given, point key, repetition) for stable output.
-void sort_records(std::vector<nlohmann::json>& records, const std::vector<std::string>& column_order);
+/// The records in one fixed order, by (column, point key, repetition), whatever order the runs
+/// finished and were appended in: sums and means taken in this order are the same to the last
+/// bit for any --jobs, shard split or resume.
+std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::json>& records);
 
 /// Appends records to a file, one line each, flushed before append() returns; thread-safe.
 class RecordWriter {

@@ -14,6 +14,7 @@
 #include "app/build_id.h"
 #include "app/compare.h"
 #include "app/config_paths.h"
+#include "app/records.h"
 #include "app/runner.h"
 #include "app/statistics.h"
 #include "app/sweep_runner.h"
@@ -335,7 +336,9 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
   std::map<std::pair<std::string, std::string>, std::vector<double>> samples;  // (row, column)
   // (row, column) -> per explain metric: (sum, count) over VMs and repetitions
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, std::size_t>>> reasons;
-  for (const auto& rec : records) {
+  // In canonical order: the sums below are then the same to the last bit for any --jobs.
+  for (const nlohmann::json* rp : canonical_order(records)) {
+    const auto& rec = *rp;
     const auto& m = rec.at("metrics");
     if (!m.contains(r.metric) || !rec.at("point").contains(r.rows)) continue;
     const auto& c = rec.at("column");

@@ -424,6 +424,45 @@ TEST(CliSweep, CompareRendersEveryFormat) {
   EXPECT_EQ(run("compare " + fresh_dir("empty")).status, 2);
 }
 
+// Records are appended in the order the runs finish, which --jobs changes. compare summed its
+// samples in that order, so two columns with the same samples could get means that differ in
+// their last bit (a cell printed -0.0000% against its baseline). Repetitions of 1, 1e16 and 1e16
+// make the order visible in a harmonic mean: (1 + 1e-16) + 1e-16 rounds to 1, 1e-16 + 1e-16 + 1
+// does not. File a keeps the sweep's order; file b reverses one column's records only.
+TEST(CliSweep, CompareIsTheSameWhateverOrderTheRecordsWereWrittenIn) {
+  const std::string f = write_temp("sweep-order.yaml", small_sweep("order", 3)), d = fresh_dir("order-src");
+  ASSERT_EQ(run("sweep " + f + " --out " + d + " --jobs 1").status, 0);
+  std::vector<nlohmann::json> recs;
+  {
+    std::ifstream in(d + "/records.jsonl");
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) recs.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_FALSE(recs.empty());
+  for (auto& r : recs) r["metrics"]["x"] = r.at("repetition").get<std::uint32_t>() == 0 ? 1.0 : 1e16;
+  std::vector<nlohmann::json> first, other;
+  for (const auto& r : recs) (r.at("column") == recs.front().at("column") ? first : other).push_back(r);
+  ASSERT_FALSE(other.empty());
+  const auto write = [&](const std::string& dir, bool reverse_other) {
+    std::filesystem::create_directories(dir);
+    std::ofstream out(dir + "/records.jsonl");
+    for (const auto& r : first) out << r.dump() << "\n";
+    if (reverse_other)
+      for (auto it = other.rbegin(); it != other.rend(); ++it) out << it->dump() << "\n";
+    else
+      for (const auto& r : other) out << r.dump() << "\n";
+  };
+  const std::string a = fresh_dir("order-a"), b = fresh_dir("order-b");
+  write(a, false);
+  write(b, true);
+  for (const char* format : {"text", "csv", "json"}) {
+    const Outcome oa = run("compare " + a + " --metric x --format " + format);
+    const Outcome ob = run("compare " + b + " --metric x --format " + format);
+    ASSERT_EQ(oa.status, 0) << oa.output;
+    EXPECT_EQ(oa.output, ob.output) << format;
+  }
+}
+
 TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   const Outcome l = run("reproduce --list");
   ASSERT_EQ(l.status, 0);
