@@ -37,6 +37,7 @@ DomainResult domain_identity(const ScenarioSpec& spec, const GroupSpec& g, const
   dr.has_locks = !w.locks().empty();  // GuestOs makes one lock per LockSpec
   dr.study_metric = std::string(w.study_metric());
   dr.has_ple = spec.host.ple.active() && !g.bare_metal;
+  dr.has_halt_poll = spec.host.halt_poll.active() && !g.bare_metal;
   dr.has_forced_idle = spec.host.core_sched.enabled || spec.host.sched_gran.core;
   return dr;
 }
@@ -132,6 +133,10 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.figures = d.os->workload().figures();
     dr.ple_exits_per_s = static_cast<double>(host.ple_stats(d.id).exits) / meas_s;
     dr.ple_yields_per_s = static_cast<double>(host.ple_stats(d.id).yields) / meas_s;
+    const hv::HaltPollStats& hp = host.halt_poll_stats(d.id);
+    dr.polls_per_s = static_cast<double>(hp.polls) / meas_s;
+    dr.poll_success_pct = hp.polls ? 100.0 * static_cast<double>(hp.successes) / static_cast<double>(hp.polls) : 0.0;
+    dr.poll_pct = 100.0 * hp.poll_ns / (n * meas);
     const guest::IpiStats& is = gr.ipis;
     dr.has_ipi = is.sent > 0;
     dr.ipis_per_s = static_cast<double>(is.sent) / meas_s;
@@ -199,6 +204,11 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "ple_exits_per_s"] = d.ple_exits_per_s;
       m[p + "ple_yields_per_s"] = d.ple_yields_per_s;
     }
+    if (d.has_halt_poll) {
+      m[p + "polls_per_s"] = d.polls_per_s;
+      m[p + "poll_success_pct"] = d.poll_success_pct;
+      m[p + "poll_pct"] = d.poll_pct;
+    }
     if (d.has_ipi) {
       m[p + "ipis_per_s"] = d.ipis_per_s;
       m[p + "ipi_stalls_per_s"] = d.ipi_stalls_per_s;
@@ -240,7 +250,8 @@ std::map<std::string, double> RunResult::metrics() const {
     for (const char* k : {"spin_pct", "lhp_per_s", "lwp_per_s", "halts_per_s", "kicks_per_s", "kick_wait_us",
                           "kick_wait_p99_us", "lock_acquisitions_per_s",
                           "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "ipis_per_s",
-                          "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct"}) {
+                          "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct",
+                          "polls_per_s", "poll_success_pct", "poll_pct"}) {
       const auto it = m.find(inst + k);
       if (it == m.end()) continue;
       auto& gm = group_means[grp + k];

@@ -51,6 +51,12 @@ struct DomainResult {
   // Pause-loop exiting (hypervisor/ple.h); in metrics() only if has_ple (host.ple on, a VM).
   bool has_ple = false;
   double ple_exits_per_s = 0, ple_yields_per_s = 0;
+  // KVM halt polling (hypervisor/halt_poll.h); in metrics() only if has_halt_poll (host.halt_poll
+  // on, a VM).
+  bool has_halt_poll = false;
+  double polls_per_s = 0;       ///< halts that polled
+  double poll_success_pct = 0;  ///< of those, ended by a wake-up, in %
+  double poll_pct = 0;          ///< pCPU time polling over (vCPUs x measured), in %
   // Synchronous IPIs (guest/ipi.h); in metrics() only if has_ipi (the workload sends them).
   bool has_ipi = false;
   double ipis_per_s = 0;        ///< cross-vCPU calls (TLB shootdowns) sent

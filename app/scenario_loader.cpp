@@ -371,6 +371,24 @@ void read_ple(const YamlReader& h, const std::string& policy, hv::PleParams& p) 
     p.flavour = r.get_enum("flavour", "kvm", {"kvm", "xen"}) == "xen" ? hv::PleFlavour::kXen : hv::PleFlavour::kKvm;
 }
 
+// host.halt_poll: KVM halt polling (hypervisor/halt_poll.h has each default and its source). It is
+// kvm_vcpu_block()'s, so only a KVM host (cfs) has it: a Xen vCPU that blocks gives up its pCPU.
+void read_halt_poll(const YamlReader& h, const std::string& policy, hv::HaltPollParams& p) {
+  if (!h.has("halt_poll")) return;
+  const YamlReader r = h.at("halt_poll");
+  r.require_map();
+  r.only({"enabled", "ns", "grow", "grow_start", "shrink"});
+  constexpr std::int64_t kU32 = std::numeric_limits<std::uint32_t>::max();
+  p.enabled = r.get_bool("enabled", false);
+  p.ns = r.get_duration("ns", p.ns, 0, sim::seconds(1));
+  p.grow = static_cast<std::uint32_t>(r.get_int("grow", p.grow, 0, kU32));
+  p.grow_start = r.get_duration("grow_start", p.grow_start, 0, sim::seconds(1));
+  p.shrink = static_cast<std::uint32_t>(r.get_int("shrink", p.shrink, 0, kU32));
+  if (p.enabled && policy != "cfs")
+    r.at("enabled").fail("halt polling is KVM's (kvm_vcpu_block) and needs a KVM host, policy cfs; a " + policy +
+                         " host's vCPU gives up its pCPU when it blocks");
+}
+
 // host.core_sched (with host.core_scheduling: cookie): a variant preset (core_sched.h), the
 // cookie assignment, and any switch overriding the preset.
 void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
@@ -516,7 +534,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   if (root.has("host")) {
     const YamlReader h = root.at("host");
     only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "sched_gran", "context_switch", "resched_ipi", "migration",
-                  "smt_interference", "ple"});
+                  "smt_interference", "ple", "halt_poll"});
     s.host.smt = h.get_bool("smt", true);
     const std::string gran = h.get_enum("core_scheduling", "none", {"none", "cookie", "core"});
     if (gran == "cookie") read_core_sched(h, s.host.core_sched);
@@ -541,6 +559,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       s.policy_params = read_params(sch, info->params);
     }
     read_ple(h, s.policy, s.host.ple);
+    read_halt_poll(h, s.policy, s.host.halt_poll);
     // sched-gran=core is Xen's (core.c, any Xen scheduler); a KVM host's CFS has no such mode:
     // Linux closes the SMT channel with cookies (core_scheduling: cookie) or nosmt.
     if (s.host.sched_gran.core && s.policy == "cfs")

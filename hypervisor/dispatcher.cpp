@@ -59,20 +59,24 @@ void Host::commit(PcpuId p, VcpuId prev, const Pick& pick) {
   Pcpu& pc = pcpus_[p];
   const VcpuId next = pick.vcpu;
 
+  bool poll_cut = false;  // prev was polling in KVM's halt path: it blocks, not preempted
   if (next != prev) {
     if (prev != kIdle) {
       Vcpu& pv = vcpus_[prev];
+      poll_cut = pv.polling;
+      if (poll_cut) halt_poll_end(pv);
       stop_progress(pv);
       set_runstate(pv, Runstate::kRunnable);
       switch_out(p, prev);
       if (trace_) trace_->instant("preempt", prev, p, now_);
-      guests_[pv.domain]->on_vcpu_preempted(prev);
+      if (!poll_cut) guests_[pv.domain]->on_vcpu_preempted(prev);
     }
     if (next != kIdle) switch_in(p, next);
   } else if (next != kIdle) {
     ple_sched_done(next);  // a PLE yield's schedule() kept the spinner: it leaves the handler (ple.cpp)
   }
   policy_->set_next(p, next, now_);
+  if (poll_cut) poll_cut_block(p, prev);
 
   ++pc.slice_gen;
   pc.slice_end = sim::kNever;
@@ -100,13 +104,27 @@ void Host::evict(PcpuId p) {
   const VcpuId prev = pc.curr;
   if (prev == kIdle) return;
   Vcpu& pv = vcpus_[prev];
+  const bool poll_cut = pv.polling;
+  if (poll_cut) halt_poll_end(pv);
   stop_progress(pv);
   set_runstate(pv, Runstate::kRunnable);
   switch_out(p, prev);
   ++pc.slice_gen;
   pc.slice_end = sim::kNever;
   if (trace_) trace_->instant("preempt", prev, p, now_);
-  guests_[pv.domain]->on_vcpu_preempted(prev);
+  if (poll_cut) poll_cut_block(p, prev);
+  else guests_[pv.domain]->on_vcpu_preempted(prev);
+}
+
+// A vCPU switched out while it polled in KVM's halt path (halt_poll.h, MODEL): its poll ends
+// there and it blocks, as a halted vCPU; the policy, which just put it back, dequeues it.
+void Host::poll_cut_block(PcpuId p, VcpuId prev) {
+  Vcpu& pv = vcpus_[prev];
+  set_runstate(pv, Runstate::kBlocked);
+  ple_.clear_preempted(prev);  // it halted: kvm_sched_out found it TASK_INTERRUPTIBLE
+  if (trace_) trace_->instant("halt", prev, p, now_);
+  policy_->sleep(prev, now_);
+  core_task_changed(p);
 }
 
 // Takes `prev` (already Runnable or Blocked) off p; p is idle until the next switch_in.
@@ -119,6 +137,7 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
   if (trace_) trace_->run_end(p, prev, now_);
   pc.curr = kIdle;
   idle_.set(p);
+  ++v.poll_gen;  // a pending poll wake-up is for a vCPU still on its pCPU
   ple_.sched_out(prev, v.state == Runstate::kRunnable);  // kvm_sched_out: preempted unless it halted
   if (!units_) policy_->put_prev(p, prev, now_);  // units: the policy is told per unit (sched_unit.cpp)
   retime_siblings(p);
@@ -156,6 +175,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
   v.progress_since = now_;
   ple_.clear_preempted(next);  // kvm_sched_in
   ple_arm(v, true);  // vmx_vcpu_load after a schedule-out: shrink the window, restart the count
+  halt_poll_resumed(v);  // back from a block: kvm_vcpu_block() adjusts its poll window
 }
 
 // A pause-loop exit's yield (ple.cpp), checked: KVM's kvm_vcpu_on_spin only ever boosts a ready

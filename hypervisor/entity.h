@@ -58,6 +58,15 @@ struct Vcpu {
   double remote_run = 0.0;          ///< running time x share of its memory off the node it ran on (ns)
   sim::Duration smt_shared = 0;     ///< running time with another entity on an SMT sibling (closed stretches)
 
+  // KVM halt polling (halt_poll.h): the vCPU halted and its thread polls on its pCPU (Running
+  // to the host, halted to its guest) since poll_since; halted_at: when it last halted, until it
+  // runs again (kNever: not halted, or polling off); its window (vcpu->halt_poll_ns).
+  bool polling = false;
+  sim::Time poll_since = 0;
+  sim::Time halted_at = sim::kNever;
+  sim::Duration poll_window = 0;
+  std::uint64_t poll_gen = 0;       ///< generation of its pending poll events
+
   RunstateClock clock;              ///< time spent in each runstate
   std::uint64_t migrations = 0;
   std::uint64_t context_switches = 0;  ///< times it was switched in

@@ -120,6 +120,7 @@ void Host::start() {
   pcpu_fi_base_.assign(pcpus_.size(), 0);
   dom_fi_base_.assign(domains_.size(), 0);
   ple_.init(spec_.ple, static_cast<std::uint32_t>(vcpus_.size()), static_cast<std::uint32_t>(domains_.size()));
+  poll_stats_.assign(domains_.size(), HaltPollStats{});
   if (spec_.warmup > 0) queue_.push(spec_.warmup, sim::Phase::kStats, kMeasureStart, 0, 0);
 }
 
@@ -138,6 +139,11 @@ void Host::dispatch(const sim::Event& e) {
     case kWorkDone: {
       Vcpu& v = vcpus_[e.target];
       if (v.work_gen != e.gen || v.state != Runstate::kRunning) break;
+      if (v.polling) {  // the poll's window ran out: the vCPU blocks (halt_poll.h)
+        halt_poll_end(v);
+        block_running(v);
+        return;
+      }
       advance(v);
       v.work.active = false;
       v.work.remaining = 0;
@@ -187,6 +193,20 @@ void Host::dispatch(const sim::Event& e) {
       Pcpu& pc = pcpus_[e.target];
       if (pc.ipi_gen == e.gen) pc.ipi_in_flight = false;
       tickle(e.target);
+      return;
+    }
+    case kPollWake: {  // halt_poll.cpp: a poll a wake-up ended; the guest runs on
+      Vcpu& v = vcpus_[e.target];
+      if (v.poll_gen != e.gen || v.state != Runstate::kRunning || v.polling || v.work.active) break;
+      guests_[v.domain]->on_vcpu_scheduled(v.id, false);
+      return;
+    }
+    case kPollCheck: {  // halt_poll.cpp: another task joined the polling vCPU's runqueue
+      const VcpuId c = pcpus_[e.target].curr;
+      if (c == kIdle || !vcpus_[c].polling || vcpus_[c].poll_gen != e.gen) break;
+      if (policy_->nr_running(e.target) <= 1) break;
+      halt_poll_end(vcpus_[c]);
+      block_running(vcpus_[c]);
       return;
     }
     case kPleExit:  // ple.cpp; a deschedule or a new segment re-arms with a new generation
@@ -305,6 +325,7 @@ void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_i
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning)
     violation("runnable-pick", id, v.pcpu, "guest set work on a vCPU that is not running");
+  if (v.polling) violation("runnable-pick", id, v.pcpu, "guest set work on a halted (polling) vCPU");
   advance(v);
   const bool changed = !v.work.active || v.work.profile != profile;
   v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, bandwidth_mbps, true};
@@ -329,23 +350,33 @@ void Host::halt(VcpuId id) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning)
     violation("runnable-pick", id, v.pcpu, "guest halted a vCPU that is not running");
+  if (v.polling) violation("runnable-pick", id, v.pcpu, "guest halted a vCPU that is already halted (polling)");
   if (units_) {
     unit_halt(id);  // sched_unit.cpp
     return;
   }
+  if (halt_poll_begin(v)) return;  // KVM: the thread polls first (halt_poll.cpp)
+  block_running(v);
+}
+
+void Host::block_running(Vcpu& v) {
   const PcpuId p = v.pcpu;
   stop_progress(v);
   v.work = WorkSegment{};
   set_runstate(v, Runstate::kBlocked);
-  if (trace_) trace_->instant("halt", id, p, now_);
-  policy_->sleep(id, now_);
+  if (trace_) trace_->instant("halt", v.id, p, now_);
+  policy_->sleep(v.id, now_);
   core_task_changed(p);
-  switch_out(p, id);
+  switch_out(p, v.id);
   tickle(p);
 }
 
 void Host::kick(VcpuId id) {
   Vcpu& v = vcpus_[id];
+  if (v.polling) {
+    halt_poll_wake(v);  // kvm_vcpu_check_block() < 0 inside the poll loop
+    return;
+  }
   if (v.state != Runstate::kBlocked) return;
   if (units_) {
     unit_kick(id);  // sched_unit.cpp

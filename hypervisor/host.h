@@ -30,6 +30,7 @@
 #include "hypervisor/core_sched.h"
 #include "hypervisor/entity.h"
 #include "hypervisor/exec_model.h"
+#include "hypervisor/halt_poll.h"
 #include "hypervisor/ple.h"
 #include "hypervisor/policy_api.h"
 #include "hypervisor/sched_unit.h"
@@ -47,6 +48,7 @@ struct HostSpec {
   sim::Duration warmup = 0;   ///< accounting restarts here; guests count results from here
   CoreSchedParams core_sched; ///< core scheduling (enabled = false: off)
   PleParams ple;              ///< pause-loop exiting (enabled = false: off; ple.h)
+  HaltPollParams halt_poll;   ///< KVM halt polling (enabled = false: off; halt_poll.h)
   SchedGranParams sched_gran; ///< Xen sched-gran=core units (core = false: per-vCPU scheduling)
 };
 
@@ -130,6 +132,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   const CoreSchedParams& core_sched() const { return spec_.core_sched; }
   /// Pause-loop exiting counters of domain d over the measured interval (zeros when off).
   const PleStats& ple_stats(DomainId d) const { return ple_.stats(d); }
+  /// Halt-polling counters of domain d over the measured interval (zeros when off).
+  const HaltPollStats& halt_poll_stats(DomainId d) const { return poll_stats_[d]; }
   /// vCPU v's current PLE window in cycles (tests).
   std::uint32_t ple_window(VcpuId v) const { return ple_.window(v); }
   /// Whether v is inside KVM's PLE handler (in_spin_loop; tests).
@@ -165,6 +169,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void resched_remote(PcpuId p) override;
   void arm_timer(TimerId t, sim::Time when) override;
   void cancel_timer(TimerId t) override;
+  void runqueue_grew(PcpuId p) override;
 
   // GuestPort
   /// The end of warm-up, known from the start: guests ask it during warm-up to decide not to
@@ -176,8 +181,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void kick(VcpuId v) override;
   Waker waker(VcpuId w) const override;
   void kick_from(VcpuId v, Waker by, bool sync) override;
-  bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning; }
-  bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked; }
+  /// A vCPU polling in KVM's halt path is halted to its guest (halt_poll.h).
+  bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning && !vcpus_[v].polling; }
+  bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked || vcpus_[v].polling; }
   void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) override;
   void mark(std::string_view what, VcpuId v) override { trace_instant(what, v); }
   void set_preempted_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;
@@ -205,6 +211,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
     kPleExit,       // target vcpu, gen ple_.gen (pause-loop exit; ple.cpp)
     kReschedLater,  // target pcpu: the end of an exit handler, before its schedule() (ple.cpp)
     kReschedIpi,    // target pcpu, gen its ipi_gen when sent: a reschedule IPI arrives
+    kPollWake,      // target vcpu, gen poll_gen: a successful halt poll resumes the guest (halt_poll.cpp)
+    kPollCheck,     // target pcpu, gen its polling vCPU's poll_gen: its runqueue grew
   };
 
   void dispatch(const sim::Event& e);
@@ -233,6 +241,20 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   int ple_yield(VcpuId v, VcpuId to, sim::Duration resched_after);
   void ple_sched_done(VcpuId v);  // v is back from a PLE yield's schedule(): it leaves the handler
   sim::Duration busy_total(PcpuId p) const;
+  // Halt polling (halt_poll.cpp).
+  bool halt_poll_on() const { return spec_.halt_poll.active() && !units_; }
+  /// At a halt: starts v's poll if it may (true), else records the halt for the window's adjustment.
+  bool halt_poll_begin(Vcpu& v);
+  /// Ends v's poll (counters, work, generation); the caller says what follows.
+  void halt_poll_end(Vcpu& v);
+  /// A kick reached a polling vCPU: the guest resumes now.
+  void halt_poll_wake(Vcpu& v);
+  /// v ran again after a block: kvm_vcpu_block()'s window adjustment.
+  void halt_poll_resumed(Vcpu& v);
+  /// Blocks the running vCPU v on its pCPU (the halt path without polling).
+  void block_running(Vcpu& v);
+  /// prev, switched out of p while it polled, blocks instead (dispatcher.cpp).
+  void poll_cut_block(PcpuId p, VcpuId prev);
   // Core-granular units (sched_unit.cpp).
   void unit_start();
   void unit_schedule(PcpuId m);
@@ -307,6 +329,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_;
 
   PauseLoopExiting ple_;  ///< ple.h
+  std::vector<HaltPollStats> poll_stats_;  ///< per domain (halt_poll.h)
   // Core-granular units (sched_unit.cpp): the policy's view, null when scheduling per vCPU.
   std::unique_ptr<UnitView> units_;
   std::uint64_t rendezvous_ = 0;

@@ -102,6 +102,10 @@ class SchedActions {
   /// (Re)arm the policy's timer t to fire at `when`; re-arming replaces the earlier setting.
   virtual void arm_timer(TimerId t, sim::Time when) = 0;
   virtual void cancel_timer(TimerId t) = 0;
+  /// p's runqueue now holds more than one task (its current one included): a vCPU polling in
+  /// KVM's halt path there stops (single_task_running(), halt_poll.h). Policies that report
+  /// nr_running() call it whenever that count rises past one. Default: nothing to do.
+  virtual void runqueue_grew(PcpuId /*p*/) {}
 };
 
 struct SchedContext {
@@ -153,6 +157,11 @@ class SchedulerPolicy {
   /// runqueues (CorePrio). Credit2 answers with credit, CFS with negated (normalised) vruntime.
   /// Default: every entity equal.
   virtual double core_priority(PcpuId /*p*/, VcpuId /*v*/, CorePrio /*how*/) const { return 0.0; }
+
+  /// Tasks on p's runqueue, the current one included (Linux rq->nr_running), for KVM halt
+  /// polling's single_task_running() (halt_poll.h). 0: the policy keeps no per-pCPU count, and
+  /// no vCPU polls on it.
+  virtual std::uint32_t nr_running(PcpuId /*p*/) const { return 0; }
 
   /// A timer this policy armed fired.
   virtual void on_timer(TimerId /*t*/, sim::Time /*now*/) {}

@@ -512,6 +512,7 @@ void Cfs::set_nr_running(PcpuId p, std::uint32_t nr) {
   Runqueue& rq = rqs_[p];
   const std::uint32_t old = rq.nr_running;
   rq.nr_running = nr;
+  if (nr >= 2 && nr > old) act_->runqueue_grew(p);  // a halt-polling vCPU there stops (halt_poll.h)
   if (nr >= 2) overloaded_.set(p);
   else overloaded_.reset(p);
   const topo::Topology& topo = hv_->topology();

@@ -176,7 +176,7 @@ class Cfs final : public hv::SchedulerPolicy {
   std::int64_t min_vruntime(hv::PcpuId p) const { return rqs_[p].min_vruntime; }
   /// The min_vruntime of the runqueue v sits on (its group's on v's pCPU, else the root's).
   std::int64_t leaf_min_vruntime(hv::VcpuId v) const;
-  std::uint32_t nr_running(hv::PcpuId p) const { return rqs_[p].nr_running; }
+  std::uint32_t nr_running(hv::PcpuId p) const override { return rqs_[p].nr_running; }
   /// sched_slice() of v on its runqueue (as if queued there).
   sim::Duration sched_slice(hv::VcpuId v) const;
   /// Number of scheduling-domain levels and the span of p's domain at level l.

@@ -148,16 +148,17 @@ vms:
 }
 
 // memcached and mutilate's request/reply channels, under cfs with cookie core scheduling, with
-// flat runqueues and with each VM a task group (group runqueues, their averages, reweights).
+// flat runqueues and with each VM a task group (group runqueues, their averages, reweights), and
+// with KVM halt polling (polls, their wake-ups and timeouts, polls cut by core-wide picks).
 TEST(Allocation, ChannelsUnderCoreSchedulingAllocateNothingPerEvent) {
-  for (const char* cgroups : {"none", "per-domain"}) {
-    SCOPED_TRACE(cgroups);
+  for (const char* host : {"cgroups: none}", "cgroups: per-domain}", "cgroups: per-domain}, halt_poll: {enabled: true}"}) {
+    SCOPED_TRACE(host);
     expect_no_allocation_per_event(test::load(std::string(R"(
 name: t
 duration: 1s
 warmup: 50ms
 topology: desktop-4c8t
-host: {scheduler: {policy: cfs, cgroups: )") + cgroups + R"(}, core_scheduling: cookie}
+host: {scheduler: {policy: cfs, )") + host + R"(, core_scheduling: cookie}
 vms:
   - {name: vm, count: 2, vcpus: 8, workload: {kind: mutilate, threads: 4}}
 )"),

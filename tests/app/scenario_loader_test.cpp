@@ -197,6 +197,36 @@ TEST(ScenarioLoader, HostPleKeys) {
   EXPECT_FALSE(load("topology: one-core-ht\nhost: {ple: {enabled: true, gap: 0}}\n" + vms).host.ple.active());
 }
 
+// host.halt_poll: the kvm module defaults when only `enabled` is given, every key read, a KVM
+// host only, and bad values named by line and field.
+TEST(ScenarioLoader, HostHaltPollKeys) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_FALSE(load("topology: one-core-ht\n" + vms).host.halt_poll.active());
+  const ScenarioSpec on = load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}, halt_poll: {enabled: true}}\n" + vms);
+  EXPECT_TRUE(on.host.halt_poll.active());
+  EXPECT_EQ(on.host.halt_poll.ns, sim::us(200));
+  EXPECT_EQ(on.host.halt_poll.grow, 2u);
+  EXPECT_EQ(on.host.halt_poll.grow_start, sim::us(10));
+  EXPECT_EQ(on.host.halt_poll.shrink, 0u);
+  const ScenarioSpec all = load(
+      "topology: one-core-ht\nhost:\n  scheduler: {policy: cfs}\n"
+      "  halt_poll: {enabled: true, ns: 500us, grow: 4, grow_start: 20us, shrink: 2}\n" + vms);
+  EXPECT_EQ(all.host.halt_poll.ns, sim::us(500));
+  EXPECT_EQ(all.host.halt_poll.grow, 4u);
+  EXPECT_EQ(all.host.halt_poll.grow_start, sim::us(20));
+  EXPECT_EQ(all.host.halt_poll.shrink, 2u);
+  EXPECT_FALSE(load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}, halt_poll: {enabled: true, ns: 0}}\n" + vms)
+                   .host.halt_poll.active());  // halt_poll_ns=0 turns it off, as in KVM
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  scheduler: {policy: credit2}\n  halt_poll: {enabled: true}\n" + vms)
+                .find("t.yaml:4:24: host.halt_poll.enabled: halt polling is KVM's"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  halt_poll: {enabled: true, nss: 1us}\n" + vms)
+                .find("host.halt_poll.nss: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  halt_poll: {ns: 2s}\n" + vms).find("host.halt_poll.ns"),
+            std::string::npos);
+}
+
 // A guest's PV lock flavour is its hypervisor's: xen on a credit2 (Xen) host, kvm on cfs, unless
 // the workload names one.
 TEST(ScenarioLoader, PvLockFlavourFollowsTheHostUnlessGiven) {

@@ -100,6 +100,27 @@ TEST(Mutilate, EachRequestWakesTwoHaltedVcpusThroughReschedulingIpis) {
   }
 }
 
+TEST(Mutilate, HaltPollingSavesEachWakeUpItsSwitchIn) {
+  // The same single client on a KVM host that polls in its halt path (host.halt_poll, the kvm
+  // defaults): each halted vCPU halted a few us before its wake-up, inside its window once the
+  // window has grown, so the wake-up's IPI finds its thread polling on its pCPU and the guest
+  // resumes with no switch-in. Per request: round trip + 2 x wake_ipi.
+  const guest::Mutilate m(guest::Mutilate::Params{});
+  const auto r = run(
+      "name: t\nduration: 1s\nwarmup: 100ms\ntopology: desktop-4c8t\n"
+      "host: {scheduler: {policy: cfs}, halt_poll: {enabled: true}}\n"
+      "vms:\n  - {name: g, vcpus: 8, workload: {kind: mutilate, threads: 1}}\n");
+  const double expect = 1e9 / (m.round_trip_ns() + 2 * 2.8e3);
+  EXPECT_NEAR(r.metrics().at("ops_per_sec"), expect, 0.015 * expect);
+  EXPECT_GT(r.metrics().at("vm.g.poll_success_pct"), 99.0);
+  // The request's two vCPUs never leave their pCPUs: each computes its part and polls the rest
+  // of the time (both poll while a wake-up IPI is on its way). The other six block for good.
+  const double qps = r.metrics().at("ops_per_sec");
+  EXPECT_NEAR(r.metrics().at("vm.g.cpu"), 2.0, 0.01);
+  const double polling_pcpus = 8 * r.metrics().at("vm.g.poll_pct") / 100;
+  EXPECT_NEAR(polling_pcpus, 2.0 - qps * m.round_trip_ns() * 1e-9, 0.01);
+}
+
 TEST(Mutilate, MoreClientsRaiseQpsWhileCpusAreFree) {
   const double one = run(vm_scenario("{kind: mutilate, threads: 1}", 8)).metrics().at("ops_per_sec");
   const double three = run(vm_scenario("{kind: mutilate, threads: 3}", 8)).metrics().at("ops_per_sec");
