@@ -136,6 +136,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     const hv::HaltPollStats& hp = host.halt_poll_stats(d.id);
     dr.polls_per_s = static_cast<double>(hp.polls) / meas_s;
     dr.poll_success_pct = hp.polls ? 100.0 * static_cast<double>(hp.successes) / static_cast<double>(hp.polls) : 0.0;
+    dr.poll_cut_pct = hp.polls ? 100.0 * static_cast<double>(hp.cut) / static_cast<double>(hp.polls) : 0.0;
     dr.poll_pct = 100.0 * hp.poll_ns / (n * meas);
     const guest::IpiStats& is = gr.ipis;
     dr.has_ipi = is.sent > 0;
@@ -207,6 +208,7 @@ std::map<std::string, double> RunResult::metrics() const {
     if (d.has_halt_poll) {
       m[p + "polls_per_s"] = d.polls_per_s;
       m[p + "poll_success_pct"] = d.poll_success_pct;
+      m[p + "poll_cut_pct"] = d.poll_cut_pct;
       m[p + "poll_pct"] = d.poll_pct;
     }
     if (d.has_ipi) {
@@ -251,7 +253,7 @@ std::map<std::string, double> RunResult::metrics() const {
                           "kick_wait_p99_us", "lock_acquisitions_per_s",
                           "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "ipis_per_s",
                           "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct",
-                          "polls_per_s", "poll_success_pct", "poll_pct"}) {
+                          "polls_per_s", "poll_success_pct", "poll_cut_pct", "poll_pct"}) {
       const auto it = m.find(inst + k);
       if (it == m.end()) continue;
       auto& gm = group_means[grp + k];

@@ -56,6 +56,7 @@ struct DomainResult {
   bool has_halt_poll = false;
   double polls_per_s = 0;       ///< halts that polled
   double poll_success_pct = 0;  ///< of those, ended by a wake-up, in %
+  double poll_cut_pct = 0;      ///< of those, ended by a reschedule that switched the vCPU out, in %
   double poll_pct = 0;          ///< pCPU time polling over (vCPUs x measured), in %
   // Synchronous IPIs (guest/ipi.h); in metrics() only if has_ipi (the workload sends them).
   bool has_ipi = false;

@@ -120,6 +120,7 @@ void Host::evict(PcpuId p) {
 // there and it blocks, as a halted vCPU; the policy, which just put it back, dequeues it.
 void Host::poll_cut_block(PcpuId p, VcpuId prev) {
   Vcpu& pv = vcpus_[prev];
+  if (now_ >= spec_.warmup) ++poll_stats_[pv.domain].cut;
   set_runstate(pv, Runstate::kBlocked);
   ple_.clear_preempted(prev);  // it halted: kvm_sched_out found it TASK_INTERRUPTIBLE
   if (trace_) trace_->instant("halt", prev, p, now_);

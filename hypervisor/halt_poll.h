@@ -39,11 +39,15 @@
 // MODEL: the poll loop runs on the pCPU as a spinning thread (Profile::kSpin for its SMT
 // sibling; it makes no guest progress and takes no pause-loop exits, being in the host). A
 // polling vCPU is Running to the host and its policy (its thread is current and burns vruntime)
-// and halted to its guest (GuestPort::is_blocked). A polling vCPU switched out by a reschedule
-// (core scheduling's core-wide pick, which can evict a sibling's current task) ends its poll and
-// blocks there: its thread is preempted inside the loop, and the model does not resume a poll
-// later. A successful poll resumes the guest at the wake-up's instant: the VM entry costs
-// nothing here (a blocked vCPU pays ExecParams::context_switch at its switch-in).
+// and halted to its guest (GuestPort::is_blocked). A successful poll resumes the guest at the
+// wake-up's instant: the VM entry costs nothing here (a blocked vCPU pays
+// ExecParams::context_switch at its switch-in).
+// MODEL: a reschedule that switches a polling vCPU out ends its poll there, and the vCPU blocks
+// (HaltPollStats::cut counts them). Another task on its own runqueue ends the poll anyway, so the
+// only such reschedule here is core scheduling's core-wide pick evicting a sibling's task. The
+// 5.4-5.10 loop does not test need_resched() (262de4102c7b added that in 5.11), so on a host
+// kernel without full preemption the real thread would go on polling, in host mode beside the
+// sibling's other cookie, until its window ran out or a wake-up came, and only then schedule.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +70,7 @@ struct HaltPollParams {
 struct HaltPollStats {
   std::uint64_t polls = 0;      ///< halts that polled (halt_attempted_poll)
   std::uint64_t successes = 0;  ///< polls a wake-up ended (halt_successful_poll)
+  std::uint64_t cut = 0;        ///< polls a reschedule ended by switching the vCPU out (MODEL, above)
   double poll_ns = 0;           ///< pCPU time spent polling, successful or not
 };
 
