@@ -34,7 +34,7 @@
 //   grow        2       halt_poll_ns_grow
 //   grow_start  10 us   halt_poll_ns_grow_start ("10000; /* 10us */", 5.1+)
 //   shrink      0       halt_poll_ns_shrink ("Default resets per-vcpu halt_poll_ns", until
-//                       6.x made it 2)
+//                       6.11 made it 2: "Enable halt poll shrinking by default")
 //
 // MODEL: the poll loop runs on the pCPU as a spinning thread (Profile::kSpin for its SMT
 // sibling; it makes no guest progress and takes no pause-loop exits, being in the host). A
