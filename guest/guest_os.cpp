@@ -140,7 +140,8 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
         spinner_takes(t);
         return;
       }
-      port_.set_work(vcpus_[vc].id, locks_[th.step.lock].spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
+      port_.set_work(vcpus_[vc].id, locks_[th.step.lock].spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0, 0.0,
+                     locks_[th.step.lock].spec.params.user_space);
       return;
     case LockPhase::kTake:
     case LockPhase::kRetry:
@@ -461,7 +462,7 @@ void GuestOs::start_spin_wait(std::uint32_t vc, std::uint32_t t) {
   th.phase = LockPhase::kSpinWait;
   l.spinners.push_back(t);
   th.spin_run0 = port_.run_time(vcpus_[vc].id);
-  port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0);
+  port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0, 0.0, l.spec.params.user_space);
 }
 
 void GuestOs::spinner_takes(std::uint32_t t) {

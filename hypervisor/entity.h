@@ -28,6 +28,9 @@ struct WorkSegment {
   double mem_intensity = 0.0;       ///< share of the work's time that stalls on memory, 0..1
   double bandwidth_mbps = 0.0;      ///< DRAM bandwidth drawn alone at rate 1 (0: none)
   bool active = false;              ///< false: the entity has nothing to execute
+  /// It runs in guest user mode (CPL 3). Matters for a PAUSE loop only: pause-loop exiting
+  /// ignores one at CPL > 0 (ple.h).
+  bool user_mode = false;
 };
 
 struct Vcpu {

@@ -321,14 +321,15 @@ void Host::arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) {
   queue_.push(when < now_ ? now_ : when, sim::Phase::kGuest, kGuestTimer, d, token);
 }
 
-void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity, double bandwidth_mbps) {
+void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity, double bandwidth_mbps,
+                    bool user_mode) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning)
     violation("runnable-pick", id, v.pcpu, "guest set work on a vCPU that is not running");
   if (v.polling) violation("runnable-pick", id, v.pcpu, "guest set work on a halted (polling) vCPU");
   advance(v);
   const bool changed = !v.work.active || v.work.profile != profile;
-  v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, bandwidth_mbps, true};
+  v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, bandwidth_mbps, true, user_mode};
   v.done_at = sim::kNever;  // a new segment always needs a new completion event
   retime(v);
   if (changed) retime_siblings(v.pcpu);

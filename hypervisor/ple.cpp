@@ -76,7 +76,11 @@ void Host::ple_arm(Vcpu& v, bool sched_in) {
     ple_sched_done(v.id);  // back from yield_to's schedule(): the end of kvm_vcpu_on_spin
   }
   const std::uint64_t g = ple_.next_gen(v.id);
-  if (v.state != Runstate::kRunning || !v.work.active || v.work.profile != Profile::kSpin || v.polling) return;
+  // "The PAUSE-loop exiting VM-execution control is ignored if CPL > 0" (Intel SDM 25.1.3,
+  // quoted at KVM's handle_pause()): a spin in guest user mode never exits.
+  if (v.state != Runstate::kRunning || !v.work.active || v.work.profile != Profile::kSpin || v.work.user_mode ||
+      v.polling)
+    return;
   // The window counts guest execution: from VM entry, after a switch-in's or an exit's stall.
   const sim::Time entry = std::max(now_, v.stall_until);
   queue_.push(entry + ple_.params().cycles_to_ns(ple_.window(v.id)), sim::Phase::kHypervisorTimer, kPleExit, v.id, g);

@@ -13,7 +13,10 @@
 //    executed it for the vCPU's current window (in TSC cycles, converted with tsc_ghz). The
 //    count runs in guest mode only: from VM entry, i.e. after the switch-in stall
 //    (ExecParams::context_switch) or the previous exit's cost. After an exit the count
-//    restarts; a spin cut by a deschedule restarts too.
+//    restarts; a spin cut by a deschedule restarts too. Only a spin in guest kernel mode exits:
+//    "The PAUSE-loop exiting VM-execution control is ignored if CPL > 0" (Intel SDM 25.1.3,
+//    quoted at KVM's handle_pause()), so a user-space spin (WorkSegment::user_mode: an InnoDB
+//    latch, LockParams::user_space) never does.
 //  - Each exit costs the spinner `exit_cost` of its pCPU (VM exit and entry, the candidate scan,
 //    yield_to's double runqueue lock), during which the guest executes nothing. The whole
 //    handler runs in the spinner's thread before yield_to's schedule(), so a spinner whose yield

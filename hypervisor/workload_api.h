@@ -24,9 +24,10 @@ class GuestPort {
   /// Set the work the RUNNING vCPU v executes next; the host calls GuestHooks::on_work_done when
   /// it completes. Replaces any unfinished segment. `bandwidth_mbps` is the DRAM bandwidth the
   /// work would draw running alone at rate 1 (0: not bandwidth-bound); the host shares each
-  /// node's bandwidth among the running work that draws on it.
+  /// node's bandwidth among the running work that draws on it. `user_mode`: the work runs in guest
+  /// user mode (a user-space spin takes no pause-loop exits).
   virtual void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity,
-                        double bandwidth_mbps = 0.0) = 0;
+                        double bandwidth_mbps = 0.0, bool user_mode = false) = 0;
   /// The running vCPU v has nothing to do: it halts (HLT / SCHEDOP_block) and blocks on the host.
   virtual void halt(VcpuId v) = 0;
   /// Wake a halted vCPU (an IPI / event-channel notification). No effect if it is not blocked.

@@ -162,6 +162,23 @@ TEST(PleExit, ExitsOnlyPastTheWindowAndGrowsIt) {
   EXPECT_EQ(h.fake().done_times(a.vcpus[0])[0], 13500);
 }
 
+// The same 10 us spin in guest user mode (CPL 3): PLE ignores it (Intel SDM 25.1.3), so no exit,
+// and the spin ends at 2000 + 10000 ns.
+TEST(PleExit, NoExitForASpinInGuestUserMode) {
+  TestHost h(test::flat(1), ple_host());
+  auto a = h.add_fake(test::vm("a", 1));
+  h.start();
+  FakeGuest::Plan user = FakeGuest::job(10000, 1, hv::Profile::kSpin);
+  user.user_mode = true;
+  h.fake().set_plan(a.vcpus[0], user);
+  h.fake().kick(a.vcpus[0]);
+  h.run_until(sim::ms(1));
+  EXPECT_EQ(h.host().ple_stats(a.id).exits, 0u);
+  EXPECT_EQ(h.host().ple_window(a.vcpus[0]), 4096u);
+  ASSERT_EQ(h.fake().completions(a.vcpus[0]), 1u);
+  EXPECT_EQ(h.fake().done_times(a.vcpus[0])[0], 12000);
+}
+
 // A spinner shares the pCPU with another VM's hog: the hog is ready at every exit but belongs to
 // another VM, so the scan finds nobody (the spinner's sibling vCPU is halted, never preempted).
 TEST(PleYield, NeverToAVcpuOfAnotherVm) {

@@ -163,6 +163,7 @@ class FakeGuest final : public hv::GuestHooks {
     hv::Profile profile = hv::Profile::kCpu;
     double mem_intensity = 0;
     std::int64_t segments = -1;      ///< segments left to issue; -1: forever (a hog)
+    bool user_mode = false;          ///< the segments run in guest user mode (GuestPort::set_work)
   };
 
   explicit FakeGuest(hv::GuestPort& port) : port_(port) {}
@@ -208,7 +209,7 @@ class FakeGuest final : public hv::GuestHooks {
     Plan& p = state(v).plan;
     if (p.work > 0 && p.segments != 0) {
       if (p.segments > 0) --p.segments;
-      port_.set_work(v, p.work, p.profile, p.mem_intensity);
+      port_.set_work(v, p.work, p.profile, p.mem_intensity, 0.0, p.user_mode);
     } else {
       port_.halt(v);
     }
