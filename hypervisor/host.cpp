@@ -140,8 +140,7 @@ void Host::dispatch(const sim::Event& e) {
       Vcpu& v = vcpus_[e.target];
       if (v.work_gen != e.gen || v.state != Runstate::kRunning) break;
       if (v.polling) {  // the poll's window ran out: the vCPU blocks (halt_poll.h)
-        halt_poll_end(v);
-        block_running(v);
+        halt_poll_block(v);
         return;
       }
       advance(v);
@@ -205,8 +204,7 @@ void Host::dispatch(const sim::Event& e) {
       const VcpuId c = pcpus_[e.target].curr;
       if (c == kIdle || !vcpus_[c].polling || vcpus_[c].poll_gen != e.gen) break;
       if (policy_->nr_running(e.target) <= 1) break;
-      halt_poll_end(vcpus_[c]);
-      block_running(vcpus_[c]);
+      halt_poll_block(vcpus_[c]);
       return;
     }
     case kPleExit:  // ple.cpp; a deschedule or a new segment re-arms with a new generation

@@ -247,6 +247,11 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   bool halt_poll_begin(Vcpu& v);
   /// Ends v's poll (counters, work, generation); the caller says what follows.
   void halt_poll_end(Vcpu& v);
+  /// The poll ended without a wake-up (its window ran out, another task came): v blocks.
+  void halt_poll_block(Vcpu& v) {
+    halt_poll_end(v);
+    block_running(v);
+  }
   /// A kick reached a polling vCPU: the guest resumes now.
   void halt_poll_wake(Vcpu& v);
   /// v ran again after a block: kvm_vcpu_block()'s window adjustment.
