@@ -19,6 +19,11 @@ namespace vcpusim::app {
 namespace {
 
 constexpr sim::Duration kMaxDuration = sim::seconds(100000);
+/// The most vCPUs and bare-metal tasks one scenario may hold (a bound on memory and set-up time;
+/// the largest shipped host, epyc-2s-64c at 4x, has 512).
+constexpr std::uint32_t kMaxEntities = 1'000'000;
+/// The shortest compute phase of a `program` (1 us): every step is an event.
+constexpr double kMinComputeNs = 1e3;
 
 // Reads the keys a plug-in declared, from `r` (all other keys of r were checked by the caller).
 sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSpec>& specs) {
@@ -77,8 +82,9 @@ void only_keys(const YamlReader& r, const std::vector<std::string>& allowed) {
           // A key a sweep override created has no mark of its own; its value came from the
           // sweep's line.
           const YAML::Mark m = kv.first.Mark().is_null() ? kv.second.Mark() : kv.first.Mark();
+          const std::string shown = k.empty() ? "\"\"" : k;  // an empty key still gets a name
           throw ConfigError(r.file(), m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
-                            r.path().empty() ? k : r.path() + "." + k, "unknown key (allowed here: " + all + ")");
+                            r.path().empty() ? shown : r.path() + "." + shown, "unknown key (allowed here: " + all + ")");
         }
     }
 }
@@ -92,6 +98,10 @@ guest::Phase read_phase(const YamlReader& r) {
   if (c) {
     r.only({"compute", "profile", "mem_intensity", "dist"});
     ph.mean_ns = static_cast<double>(r.get_duration("compute", 0, 0, kMaxDuration));
+    // A step is an event: a 1 ns step made a 10 s run 10^10 events (hours). 1 us is sysbench's
+    // event floor too; 0 (no work) stays allowed, for a phase a sweep switches off.
+    if (ph.mean_ns > 0 && ph.mean_ns < kMinComputeNs)
+      r.at("compute").fail("is shorter than 1us, the shortest compute step (0 for none)");
     const std::string prof = r.get_enum("profile", "cpu", {"cpu", "memory", "mixed"});
     hv::parse_profile(prof, ph.profile);
     ph.mem_intensity = r.get_double("mem_intensity", ph.profile == hv::Profile::kMemory ? 0.8 : 0.0, 0.0, 1.0);
@@ -596,6 +606,9 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
       if (s.host.sched_gran.core) check_unit_affinity(list.at(i), g, topology);
       entities += g.count * g.vcpus;
+      if (entities > kMaxEntities)  // checked per group: building a million instances took seconds
+        list.at(i).fail("brings the scenario to " + std::to_string(entities) + " vCPUs and tasks, more than " +
+                        std::to_string(kMaxEntities));
       s.groups.push_back(std::move(g));
     }
   }
@@ -611,7 +624,6 @@ ScenarioSpec load_scenario(const YamlReader& root) {
         g.workload.params.set("pv_flavour", static_cast<double>(guest::PvFlavour::kXen));
     }
   if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
-  if (entities > 1'000'000) root.fail("more than 1,000,000 vCPUs and tasks");
   assign_cookies(s, cookie_override);
   // The process of each task of a multi-process bare-metal program, which host task groups
   // follow (cfs `cgroups: per-domain`: a cgroup per process of such a program).

@@ -76,6 +76,8 @@ std::string locate(const YamlReader& r, const std::string& value) {
   fs::path p(value);
   if (p.is_absolute()) {
     if (is_file(p)) return p.string();
+    std::error_code ec;
+    if (fs::exists(p, ec)) r.fail("'" + value + "' is not a regular file (a topology file is a .yaml file)");
     r.fail("topology file '" + value + "' not found");
   }
   // Relative to the file that names it, as an #include would be; then relative to a config

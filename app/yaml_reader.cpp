@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/yaml_reader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <cmath>
@@ -48,7 +49,11 @@ std::pair<std::string_view, std::string_view> split_unit(std::string_view t) {
 
 }  // namespace
 
-std::optional<sim::Duration> parse_duration(std::string_view text) {
+namespace {
+
+// The duration `text` spells, in ns as a double (not yet range-checked); nullopt when it is not
+// a number with a unit.
+std::optional<double> duration_ns(std::string_view text) {
   auto [num, unit] = split_unit(text);
   auto v = parse_number(num);
   if (!v) return std::nullopt;
@@ -60,9 +65,17 @@ std::optional<sim::Duration> parse_duration(std::string_view text) {
   else if (unit == "m" || unit == "min") scale = 60e9;
   else if (unit.empty() && *v == 0) scale = 0;
   else return std::nullopt;
-  double ns = *v * scale;
-  if (std::fabs(ns) > 9.2e18) return std::nullopt;
-  return static_cast<sim::Duration>(std::llround(ns));
+  return *v * scale;
+}
+
+constexpr double kMaxDurationNs = 9.2e18;  // llround's range: about 292 years
+
+}  // namespace
+
+std::optional<sim::Duration> parse_duration(std::string_view text) {
+  const auto ns = duration_ns(text);
+  if (!ns || std::fabs(*ns) > kMaxDurationNs) return std::nullopt;
+  return static_cast<sim::Duration>(std::llround(*ns));
 }
 
 std::optional<std::uint64_t> parse_bytes(std::string_view text) {
@@ -140,8 +153,27 @@ std::size_t invalid_utf8_at(std::string_view s) {
 constexpr int kMaxDepth = 64;
 constexpr std::size_t kMaxNodes = 1'000'000;
 
+// The offset of the first C0 control character other than tab, line feed and carriage return
+// (or DEL) in s, or npos: YAML's printable set (1.2 section 5.1) excludes them, and yaml-cpp
+// passes a raw NUL into a name, where reports print it.
+std::size_t control_at(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) return i;
+  }
+  return std::string_view::npos;
+}
+
+// The quoted scalar (or key) that starts last in the text. Plain values, not a YAML::Node: a
+// Node's operator= writes through to the node it refers to.
+struct LastQuoted {
+  bool found = false;
+  YAML::Mark mark;
+  std::string field;
+};
+
 void check_node(const YAML::Node& n, const std::string& file, const std::string& path, int depth,
-                std::size_t& nodes) {
+                std::size_t& nodes, LastQuoted& last) {
   if (depth > kMaxDepth || ++nodes > kMaxNodes)
     throw ConfigError(file, line_of(n), col_of(n), path,
                       depth > kMaxDepth ? "nested deeper than " + std::to_string(kMaxDepth) +
@@ -151,30 +183,87 @@ void check_node(const YAML::Node& n, const std::string& file, const std::string&
   auto child = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
   auto check_text = [&](const YAML::Node& at, const std::string& text, const std::string& field) {
     const std::size_t bad = invalid_utf8_at(text);
-    if (bad == std::string_view::npos) return;
+    const std::size_t ctl = control_at(text);
+    if (bad == std::string_view::npos && ctl == std::string_view::npos) return;
     std::ostringstream os;
-    os << "not UTF-8 text (byte 0x" << std::hex << static_cast<unsigned>(static_cast<unsigned char>(text[bad]))
-       << " at character " << std::dec << bad + 1 << " of this value); files are read as UTF-8";
+    if (bad != std::string_view::npos)
+      os << "not UTF-8 text (byte 0x" << std::hex << static_cast<unsigned>(static_cast<unsigned char>(text[bad]))
+         << " at character " << std::dec << bad + 1 << " of this value); files are read as UTF-8";
+    else
+      os << "a control character (byte 0x" << std::hex << static_cast<unsigned>(static_cast<unsigned char>(text[ctl]))
+         << ") at character " << std::dec << ctl + 1 << " of this value; YAML text is printable";
     throw ConfigError(file, line_of(at), col_of(at), field, os.str());
+  };
+  // The quoted scalar that comes last in the file is checked for its closing quote (below).
+  auto note_last = [&](const YAML::Node& x, const std::string& field) {
+    if (x.Mark().is_null() || x.Tag() != "!") return;  // yaml-cpp tags quoted scalars "!"
+    if (!last.found || x.Mark().pos > last.mark.pos) last = LastQuoted{true, x.Mark(), field};
   };
   if (n.IsMap()) {
     std::vector<std::pair<std::string, YAML::Mark>> seen;
     for (const auto& kv : n) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
       check_text(kv.first, key, child(key.empty() ? "?" : key));
+      if (kv.first.IsScalar()) note_last(kv.first, child(key.empty() ? "?" : key));
       for (const auto& [k, mark] : seen)
         if (k == key && kv.first.IsScalar())
           throw ConfigError(file, line_of(kv.first), col_of(kv.first), child(key),
                             "duplicate key (first given on line " + std::to_string(mark.line + 1) +
                                 "): a mapping holds each key once");
       seen.emplace_back(key, kv.first.Mark());
-      check_node(kv.second, file, child(key), depth + 1, nodes);
+      check_node(kv.second, file, child(key), depth + 1, nodes, last);
     }
   } else if (n.IsSequence()) {
-    for (std::size_t i = 0; i < n.size(); ++i) check_node(n[i], file, path + "[" + std::to_string(i) + "]", depth + 1, nodes);
+    for (std::size_t i = 0; i < n.size(); ++i)
+      check_node(n[i], file, path + "[" + std::to_string(i) + "]", depth + 1, nodes, last);
   } else if (n.IsScalar()) {
     check_text(n, n.Scalar(), path);
+    note_last(n, path);
   }
+}
+
+// yaml-cpp 0.7 ends a quoted scalar that is never closed at the end of the input when the input
+// ends with a line break (without one it reports "illegal EOF in scalar"): `name: "web` then
+// went on to swallow every later line of the file into the name, and the keys on those lines
+// silently took their defaults. Only the last quoted scalar of a document can have run to the
+// end, so only it is checked: its closing quote must be in the text.
+void check_closed(const LastQuoted& last, const std::string& text, const std::string& file) {
+  if (!last.found) return;
+  const std::size_t at = static_cast<std::size_t>(last.mark.pos);
+  if (at >= text.size() || (text[at] != '"' && text[at] != '\'')) return;  // not where yaml-cpp said
+  const char q = text[at];
+  for (std::size_t i = at + 1; i < text.size(); ++i) {
+    if (q == '"' && text[i] == '\\') ++i;  // an escape: \" does not close
+    else if (q == '\'' && text[i] == '\'' && i + 1 < text.size() && text[i + 1] == '\'') ++i;  // '' is one quote
+    else if (text[i] == q) return;
+  }
+  throw ConfigError(file, last.mark.line + 1, last.mark.column + 1, last.field,
+                    std::string("this quoted string is never closed (no ") + (q == '"' ? "\"" : "'") +
+                        " follows it), so the rest of the file would be read as its text");
+}
+
+// What the value checks above cannot see: a byte that is not UTF-8, or a control character, in a
+// comment (or anywhere else yaml-cpp drops). YAML text is UTF-8 (or UTF-16/32, which yaml-cpp
+// converts; such input has a NUL among its first two bytes or starts with a byte-order mark,
+// and is left to the value checks) and printable. Runs after the value checks, so an error in a
+// value still names its field.
+void check_raw_text(const std::string& text, const std::string& file) {
+  if (text.size() >= 2 && (text[0] == '\0' || text[1] == '\0' || (static_cast<unsigned char>(text[0]) == 0xFE &&
+                                                                  static_cast<unsigned char>(text[1]) == 0xFF) ||
+                           (static_cast<unsigned char>(text[0]) == 0xFF && static_cast<unsigned char>(text[1]) == 0xFE)))
+    return;
+  const std::size_t bad = std::min(invalid_utf8_at(text), control_at(text));
+  if (bad == std::string_view::npos) return;
+  int line = 1, col = 1;
+  for (std::size_t i = 0; i < bad; ++i) {
+    if (text[i] == '\n') ++line, col = 1;
+    else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++col;  // count characters, not bytes
+  }
+  std::ostringstream os;
+  os << (invalid_utf8_at(text) == bad ? "not UTF-8 text" : "a control character") << " (byte 0x" << std::hex
+     << static_cast<unsigned>(static_cast<unsigned char>(text[bad])) << std::dec
+     << "); files are UTF-8 text of printable characters, comments included";
+  throw ConfigError(file, line, col, "", os.str());
 }
 
 }  // namespace
@@ -191,7 +280,10 @@ YamlReader YamlReader::load_string(const std::string& text, const std::string& n
                       "a second YAML document (after '---'): a file holds one document, and the rest would be ignored");
   YAML::Node n = docs.empty() ? YAML::Node() : docs[0];
   std::size_t nodes = 0;
-  check_node(n, name, "", 0, nodes);
+  LastQuoted last;
+  check_node(n, name, "", 0, nodes, last);
+  check_closed(last, text, name);
+  check_raw_text(text, name);
   return YamlReader(n, name, "");
 }
 
@@ -244,7 +336,7 @@ void YamlReader::only(std::initializer_list<std::string_view> allowed) const {
     for (auto a : allowed) ok = ok || a == k;
     const YAML::Node& at = kv.first.Mark().is_null() ? kv.second : kv.first;  // see scenario_loader
     if (!ok)
-      throw ConfigError(file_, line_of(at), col_of(at), child_path(k),
+      throw ConfigError(file_, line_of(at), col_of(at), child_path(k.empty() ? "\"\"" : k),
                         "unknown key (allowed here: " + join(allowed) + ")");
   }
 }
@@ -281,6 +373,8 @@ bool YamlReader::as_bool() const {
 sim::Duration YamlReader::as_duration() const {
   if (!node_.IsScalar()) fail("expected a duration such as 30s or 200ms");
   auto v = parse_duration(node_.Scalar());
+  if (!v && duration_ns(node_.Scalar()))  // a number with a unit, but past what a clock holds
+    fail("'" + node_.Scalar() + "' is too long (durations go up to about 292 years, 9.2e18 ns)");
   if (!v) fail("expected a duration with a unit (ns, us, ms, s), got '" + node_.Scalar() + "'");
   return *v;
 }

@@ -76,6 +76,12 @@ void check_matrix(const std::vector<double>& m, std::uint32_t nodes, const char*
       throw TopologyError(field, "a SLIT entry is one byte, at most 254 (255 means unreachable), got " + str(v), idx);
     // The ratio to the row's own (local) latency: no more than a SLIT can say, 254 / 10.
     const double local = m[(i / nodes) * nodes + i / nodes];
+    // Below 1 the model would run remote memory faster than local (an execution rate above 1),
+    // which no SLIT can say either (remote distances are more than 10).
+    if (!slit && !diag && std::isfinite(local) && local > 0 && v < local)
+      throw TopologyError(field, "a remote latency below its node's local latency (" + str(v) + " < " + str(local) +
+                                     " ns): remote memory is never faster",
+                          idx);
     if (!slit && std::isfinite(local) && local > 0 && v / local > kMaxDistance / kLocalDistance)
       throw TopologyError(field, str(v) + " is " + str(v / local) + " times its node's local latency; at most " +
                                      str(kMaxDistance / kLocalDistance) + " (the largest ratio a SLIT expresses)",

@@ -290,6 +290,63 @@ TEST(ScenarioLoader, TextThatIsNotUtf8IsAnError) {
   EXPECT_NE(test::error_of("name: \"a\xc0\xaf\"\n" + kOneVm).find("byte 0xc0"), std::string::npos);      // overlong '/'
 }
 
+// yaml-cpp ends a never-closed quote at the end of the input: `name: "web` swallowed the lines
+// after it, whose keys then silently took their defaults.
+TEST(ScenarioLoader, AQuoteThatIsNeverClosedIsAnError) {
+  EXPECT_EQ(test::error_of(kOneVm + "name: \"web\nseed: 7\nrepetitions: 3\n"),
+            "t.yaml:4:7: name: this quoted string is never closed (no \" follows it), so the rest of the file would be "
+            "read as its text");
+  EXPECT_EQ(test::error_of(kOneVm + "name: 'web\nseed: 7\n"),
+            "t.yaml:4:7: name: this quoted string is never closed (no ' follows it), so the rest of the file would be "
+            "read as its text");
+  // Closed quotes, escaped or doubled quotes inside them, and a quote in a comment are fine.
+  EXPECT_EQ(test::error_of(kOneVm + "name: \"a \\\" b\"\nseed: 7\n"), "no error");
+  EXPECT_EQ(test::error_of(kOneVm + "name: 'it''s'\nseed: 7  # \"\n"), "no error");
+}
+
+// A raw NUL reached the name as "a\b " in reports; control bytes in comments and text that is not
+// UTF-8 there passed unnoticed.
+TEST(ScenarioLoader, ControlCharactersAndBadBytesInCommentsAreErrors) {
+  EXPECT_EQ(test::error_of(std::string("name: a\x01" "b\n") + kOneVm),
+            "t.yaml:1:7: name: a control character (byte 0x1) at character 2 of this value; YAML text is printable");
+  EXPECT_EQ(test::error_of(kOneVm + "# caf\xc3(\n"),
+            "t.yaml:4:6: not UTF-8 text (byte 0xc3); files are UTF-8 text of printable characters, comments included");
+  EXPECT_EQ(test::error_of(kOneVm + "# bell \x07\n"),
+            "t.yaml:4:8: a control character (byte 0x7); files are UTF-8 text of printable characters, comments "
+            "included");
+  EXPECT_EQ(test::error_of(kOneVm + "# caf\xc3\xa9, tab\there\r\n"), "no error");
+}
+
+TEST(ScenarioLoader, AnEmptyKeyIsNamedInTheError) {
+  EXPECT_EQ(test::error_of(kOneVm + "\"\": 1\n").substr(0, 28), "t.yaml:4:1: \"\": unknown key ");
+}
+
+// '1e30ms' has a unit; the error said it had none.
+TEST(ScenarioLoader, ADurationTooLongForTheClockSaysSo) {
+  EXPECT_EQ(test::error_of("duration: 1e30ms\n" + kOneVm),
+            "t.yaml:1:11: duration: '1e30ms' is too long (durations go up to about 292 years, 9.2e18 ns)");
+  EXPECT_EQ(test::error_of("duration: 1e30\n" + kOneVm),
+            "t.yaml:1:11: duration: expected a duration with a unit (ns, us, ms, s), got '1e30'");
+}
+
+// A 1 ns compute phase made every nanosecond an event: a 10 s run took hours.
+TEST(ScenarioLoader, ProgramComputePhasesAreAtLeastOneMicrosecond) {
+  const std::string head = "topology: one-core-ht\nvms:\n  - {name: v, vcpus: 1, workload: {kind: program, phases: ";
+  EXPECT_EQ(test::error_of(head + "[{compute: 1ns}]}}\n"),
+            "t.yaml:3:70: vms[0].workload.phases[0].compute: is shorter than 1us, the shortest compute step (0 for none)");
+  EXPECT_EQ(test::error_of(head + "[{compute: 1us}]}}\n"), "no error");
+  EXPECT_EQ(test::error_of(head + "[{compute: 0s}, {compute: 5us}]}}\n"), "no error");
+}
+
+// The cap was checked after every group was built (seconds for a million), at 1:1 with no field.
+TEST(ScenarioLoader, TheEntityCapNamesTheGroupThatPassesIt) {
+  std::string yaml = "topology: one-core-ht\nvms:\n";
+  for (int i = 0; i < 300; ++i)
+    yaml += "  - {name: g" + std::to_string(i) + ", count: 4096, vcpus: 1, workload: {kind: sysbench-cpu}}\n";
+  // 245 groups of 4096 are 1,003,520: the 245th (vms[244], line 247) passes the cap.
+  EXPECT_EQ(test::error_of(yaml), "t.yaml:247:5: vms[244]: brings the scenario to 1003520 vCPUs and tasks, more than 1000000");
+}
+
 TEST(ScenarioLoader, OutOfRangeValuesAreReportedAsWritten) {
   // vcpus was narrowed to 32 bits before its range check: 4294967297 ran as 1 vCPU.
   EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 4294967297, workload: {kind: sysbench-cpu}}\n"),

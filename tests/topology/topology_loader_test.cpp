@@ -199,6 +199,22 @@ TEST(TopologyLoader, NonNumericLatencyReportsTheElement) {
   EXPECT_EQ(e.field(), "topology.latency_ns[1][1]");
 }
 
+// A remote latency below the local one ran remote memory faster than local: sysbench memory got
+// 2.9x its equal-latency figure.
+TEST(TopologyLoader, RemoteLatencyBelowLocalReportsTheElement) {
+  const ConfigError e = load_error(
+      "topology:\n"
+      "  sockets: 2\n"
+      "  cores_per_socket: 2\n"
+      "  threads_per_core: 2\n"
+      "  nodes: 2\n"
+      "  latency_ns: [[80, 1], [1, 80]]\n");  // line 6; [0][1] at column 21
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.column(), 21);
+  EXPECT_EQ(e.field(), "topology.latency_ns[0][1]");
+  EXPECT_TRUE(contains(e.what(), "remote memory is never faster")) << e.what();
+}
+
 TEST(TopologyLoader, ZeroRemoteBandwidthRatioIsRejected) {
   const ConfigError e = load_error(
       "topology:\n"
@@ -315,6 +331,15 @@ TEST(TopologyLoader, MissingFileIsAConfigError) {
   EXPECT_EQ(e.line(), 1);
   EXPECT_EQ(e.field(), "topology");
   EXPECT_TRUE(contains(e.what(), "not found")) << e.what();
+}
+
+// /dev/null and a directory were reported as "not found", though they exist.
+TEST(TopologyLoader, APathThatIsNotARegularFileSaysSo) {
+  for (const char* path : {"/dev/null", "/tmp"}) {
+    const ConfigError e = load_error(std::string("topology: ") + path + "\n");
+    EXPECT_EQ(e.field(), "topology");
+    EXPECT_TRUE(contains(e.what(), "is not a regular file")) << e.what();
+  }
 }
 
 TEST(TopologyLoader, PathIsRelativeToTheScenarioFile) {
