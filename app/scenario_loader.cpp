@@ -365,7 +365,7 @@ void read_ple(const YamlReader& h, const std::string& policy, hv::PleParams& p) 
   if (!h.has("ple")) return;
   const YamlReader r = h.at("ple");
   r.require_map();
-  r.only({"enabled", "window", "gap", "grow", "shrink", "max", "tsc_ghz", "exit_cost", "flavour"});
+  r.only({"enabled", "window", "gap", "grow", "shrink", "max", "tsc_ghz", "exit_cost", "flavour", "scan"});
   constexpr std::int64_t kU32 = std::numeric_limits<std::uint32_t>::max();
   p.enabled = r.get_bool("enabled", false);
   p.gap = static_cast<std::uint32_t>(r.get_int("gap", p.gap, 0, kU32));
@@ -379,6 +379,9 @@ void read_ple(const YamlReader& h, const std::string& policy, hv::PleParams& p) 
   p.exit_cost = r.get_duration("exit_cost", p.exit_cost, 0, sim::ms(1));
   if (r.has("flavour"))
     p.flavour = r.get_enum("flavour", "kvm", {"kvm", "xen"}) == "xen" ? hv::PleFlavour::kXen : hv::PleFlavour::kKvm;
+  p.scan = r.get_enum("scan", "3.10", {"3.10", "5.10"}) == "5.10" ? hv::PleScan::kLinux510 : hv::PleScan::kLinux310;
+  if (p.scan == hv::PleScan::kLinux510 && p.flavour == hv::PleFlavour::kXen)
+    r.at("scan").fail("'5.10' is KVM's kvm_vcpu_on_spin; a Xen host (flavour xen) yields the spinner itself");
 }
 
 // host.halt_poll: KVM halt polling (hypervisor/halt_poll.h has each default and its source). It is

@@ -151,7 +151,8 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
     case LockPhase::kHold:  // a kernel critical section is never cut at the guest slice
       if (preemptible_hold(th)) break;
       th.segment = th.remaining;
-      port_.set_work(vcpus_[vc].id, th.remaining, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps);
+      port_.set_work(vcpus_[vc].id, th.remaining, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps,
+                     segment_user_mode(th));
       return;
     case LockPhase::kIpi:  // still waiting for acknowledgements: spin on
       port_.set_work(vcpus_[vc].id, 1e15, hv::Profile::kSpin, 0.0);
@@ -173,7 +174,15 @@ void GuestOs::issue_segment(std::uint32_t vc, std::uint32_t t) {
   const double slice_left = static_cast<double>(params_.slice) - th.slice_used;
   if (vcpus_[vc].queued > 0 && slice_left > 0 && seg > slice_left) seg = slice_left;
   th.segment = seg;
-  port_.set_work(vcpus_[vc].id, seg, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps);
+  port_.set_work(vcpus_[vc].id, seg, th.step.profile, th.step.mem_intensity, th.step.bandwidth_mbps,
+                 segment_user_mode(th));
+}
+
+// The guest mode of a thread's compute segment: a critical section's is its lock's, the rest
+// the step's (Step::user_mode).
+bool GuestOs::segment_user_mode(const Thread& th) const {
+  if (th.phase == LockPhase::kHold && th.step.lock >= 0) return locks_[th.step.lock].spec.params.user_space;
+  return th.step.user_mode;
 }
 
 void GuestOs::run_next(std::uint32_t vc) {

@@ -261,6 +261,7 @@ class GuestOs final : public hv::GuestHooks {
   /// Thread t holds a user-space sleeping lock (LockParams::user_space): the guest may rotate it
   /// out at its slice inside the critical section.
   bool preemptible_hold(const Thread& th) const;
+  bool segment_user_mode(const Thread& th) const;  // Step::user_mode, or the held lock's mode
   /// A PV waiter on vc waits for the kick only (Xen poll, or KVM halt() with IRQs off:
   /// LockParams::irqs_off): other wake-ups must not kick vc.
   bool polling(std::uint32_t vc) const;

@@ -222,19 +222,23 @@ EbizzyArenaTrim::EbizzyArenaTrim(const Params& p, LockParams lock) : p_(p), lock
 void EbizzyArenaTrim::build_record(std::uint32_t thread, std::vector<Segment>& out) {
   out.clear();
   std::uint32_t& pcp = ts_[thread].pcp;
-  double acc = 0;  // unlocked work since the last emitted segment
+  double acc = 0;       // unlocked work since the last emitted segment
+  double acc_user = 0;  // the part of it that is user time (the memcpy)
+  // A segment's guest mode is the one it spends most of its time in (Step::user_mode).
   auto emit = [&](std::int32_t lock, std::uint32_t pages) {
     Segment s;
     s.work_ns = acc;
     s.lock = lock;
     s.hold_ns = hold_ns(pages);
+    s.user = acc_user >= acc - acc_user;
     out.push_back(s);
-    acc = 0;
+    acc = acc_user = 0;
   };
   const double per_page_user = p_.burst_ns / p_.chunk_pages;
   const std::uint32_t faults = faulted_pages();
   // memcpy over the pages heap_trim kept (no faults there).
   acc += p_.top_pad_pages * per_page_user;
+  acc_user += p_.top_pad_pages * per_page_user;
   std::uint32_t pvec = 0;  // zap_page_range's lru_add_drain() emptied it at the last record's end
   for (std::uint32_t f = 0; f < faults; ++f) {
     if (pcp == 0) {  // buffered_rmqueue: empty per-CPU list -> rmqueue_bulk under zone->lock
@@ -249,6 +253,7 @@ void EbizzyArenaTrim::build_record(std::uint32_t thread, std::vector<Segment>& o
     }
     ++pvec;
     acc += per_page_user;  // the memcpy of this page (the bsearch folds into the last one)
+    acc_user += per_page_user;
   }
   // free() -> heap_trim -> madvise(MADV_DONTNEED) -> zap_page_range.
   acc += p_.syscall_ns;
@@ -257,8 +262,9 @@ void EbizzyArenaTrim::build_record(std::uint32_t thread, std::vector<Segment>& o
   Segment flush;  // tlb_finish_mmu -> tlb_flush: the shootdown, before any page is freed
   flush.work_ns = acc;
   flush.shootdown = true;
+  flush.user = acc_user >= acc - acc_user;
   out.push_back(flush);
-  acc = 0;
+  acc = acc_user = 0;
   // free_pages_and_swap_cache per mmu_gather batch, release_pages per PAGEVEC_SIZE pages.
   const std::uint32_t batches[2] = {std::min(faults, p_.gather_bundle), faults - std::min(faults, p_.gather_bundle)};
   for (const std::uint32_t b : batches) {
@@ -278,6 +284,7 @@ void EbizzyArenaTrim::build_record(std::uint32_t thread, std::vector<Segment>& o
   Segment end;  // the last batch's frees; free() returns: the record is done
   end.work_ns = acc;
   end.last = true;
+  end.user = false;  // release_pages and the per-CPU list, in madvise
   out.push_back(end);
 }
 
@@ -296,6 +303,7 @@ Step EbizzyArenaTrim::next(std::uint32_t thread, sim::RngStream& rng) {
   s.hold_ns = g.lock >= 0 ? g.hold_ns : 0.0;
   s.shootdown_ns = g.shootdown ? p_.shootdown_ns : 0.0;
   s.result = g.last ? p_.record_scale : 0.0;
+  s.user_mode = g.user;
   return s;
 }
 
@@ -346,6 +354,7 @@ Step Dbench::next(std::uint32_t thread, sim::RngStream& rng) {
   s.result = i + 1 == sections_ ? mb_per_op_ : 0.0;
   s.lock = hot_ > 1 ? static_cast<std::int32_t>(std::min<std::uint64_t>(hot_ - 1, static_cast<std::uint64_t>(rng.uniform() * hot_))) : 0;
   s.hold_ns = hold_;
+  s.user_mode = false;  // an op is file-system system calls (note 3: "Syscalls, VFS metadata")
   return s;
 }
 

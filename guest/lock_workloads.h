@@ -102,6 +102,7 @@ class EbizzyArenaTrim final : public Workload {
     double hold_ns = 0;
     bool shootdown = false;
     bool last = false;    ///< the record is credited when this step completes
+    bool user = true;     ///< work_ns is mostly user time (the memcpy), not kernel (faults, madvise)
   };
   static constexpr std::int32_t kLruLock = 0;
   static constexpr std::int32_t kZoneLock = 1;

@@ -50,6 +50,11 @@ struct Step {
   /// until each has acknowledged; a target on a pCPU acknowledges this long (ns) after the send.
   /// `result` is credited after the last acknowledgement. 0: no call.
   double shootdown_ns = 0;
+  /// compute: the work runs in guest user mode (application code), not in the guest kernel (a
+  /// system call, a page fault). A critical section runs in the lock's own mode (a kernel lock's
+  /// in the kernel, LockParams::user_space in user mode). The host reads the mode only where a
+  /// real one can: a 4.15+ KVM directed yield skips a vCPU preempted in user mode (ple.h).
+  bool user_mode = true;
 };
 
 class Workload {

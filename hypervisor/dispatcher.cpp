@@ -139,7 +139,8 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
   pc.curr = kIdle;
   idle_.set(p);
   ++v.poll_gen;  // a pending poll wake-up is for a vCPU still on its pCPU
-  ple_.sched_out(prev, v.state == Runstate::kRunnable);  // kvm_sched_out: preempted unless it halted
+  // kvm_sched_out: preempted unless it halted; the guest's mode is its work's (ple.h, MODEL).
+  ple_.sched_out(prev, v.state == Runstate::kRunnable, !(v.work.active && v.work.user_mode));
   if (!units_) policy_->put_prev(p, prev, now_);  // units: the policy is told per unit (sched_unit.cpp)
   retime_siblings(p);
 }

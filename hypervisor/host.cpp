@@ -377,6 +377,7 @@ void Host::kick(VcpuId id) {
     return;
   }
   if (v.state != Runstate::kBlocked) return;
+  ple_.woken(id);  // kvm_vcpu_wake_up(): vcpu->ready (5.3+; ple.h)
   if (units_) {
     unit_kick(id);  // sched_unit.cpp
     return;

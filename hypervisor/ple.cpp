@@ -43,6 +43,8 @@ void PauseLoopExiting::init(const PleParams& p, std::uint32_t vcpus, std::uint32
   in_spin_loop_.assign(vcpus, 0);    // kvm_vcpu_init(): both false
   dy_eligible_.assign(vcpus, 0);
   preempted_.assign(vcpus, 0);       // kvm_vcpu_init(): vcpu->preempted = false
+  ready_.assign(vcpus, 0);           // and vcpu->ready = false
+  in_kernel_.assign(vcpus, 0);
   stats_.assign(domains, PleStats{});
 }
 
@@ -97,6 +99,8 @@ void Host::ple_exit(VcpuId id) {
   if (ple_.params().flavour == PleFlavour::kXen) {
     if (measuring) ++st.yields;
     ple_yield(id, kIdle, ple_.params().exit_cost);
+  } else if (ple_.params().scan == PleScan::kLinux510) {
+    ple_on_spin_510(v, measuring);
   } else {
     // kvm_vcpu_on_spin(me), Linux 3.10 virt/kvm/kvm_main.c (ple.h lists each rule).
     ple_.enter_handler(id);
@@ -149,6 +153,38 @@ void Host::ple_exit(VcpuId id) {
   v.done_at = sim::kNever;
   retime(v);
   ple_arm(v, false);
+}
+
+// kvm_vcpu_on_spin(me, true), Linux 5.10 (ple.h lists where it differs from 3.10).
+void Host::ple_on_spin_510(Vcpu& v, bool measuring) {
+  const VcpuId id = v.id;
+  PleStats& st = ple_.stats(v.domain);
+  ple_.enter_handler(id);
+  const Domain& d = domains_[v.domain];
+  const auto n = static_cast<std::uint32_t>(d.vcpus.size());
+  std::uint32_t& last = ple_.last_boosted(v.domain);
+  const std::uint32_t start = last + 1;
+  int yielded = 0;
+  int tries = 3;  // "int try = 3": -ESRCH answers the scan may take before it gives up
+  std::uint32_t idx = start >= n ? start - n : start;
+  for (std::uint32_t i = 0; n > 1 && i < n; ++i, idx = idx + 1 == n ? 0 : idx + 1) {
+    if (idx == v.index) continue;  // vcpu == me
+    const VcpuId t = d.vcpus[idx];
+    const Vcpu& c = vcpus_[t];
+    if (!ple_.ready(t)) continue;                  // !READ_ONCE(vcpu->ready)
+    if (c.state == Runstate::kBlocked) continue;   // kvm_vcpu_is_blocking && !vcpu_dy_runnable
+    if (ple_.preempted(t) && !ple_.preempted_in_kernel(t)) continue;  // yield_to_kernel_mode
+    if (!ple_.eligible_for_directed_yield(t)) continue;
+    if (c.state == Runstate::kRunning) continue;   // yield_to: task_running -> 0
+    yielded = ple_yield(id, t, ple_.params().exit_cost);
+    if (yielded > 0) {
+      last = idx;  // kvm->last_boosted_vcpu = i
+      if (measuring) ++st.yields;
+      break;
+    }
+    if (yielded < 0 && --tries == 0) break;
+  }
+  if (yielded <= 0) ple_.leave_handler(id);
 }
 
 // yield_to()'s schedule() returned to v (v was switched in again, or the reschedule kept it):

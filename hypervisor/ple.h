@@ -63,6 +63,26 @@
 //    with it and 3.9 has none. The `&& !kvm_arch_vcpu_runnable(vcpu)` exception to the halted
 //    test and the user-mode filter of yield_to_kernel_mode (4.15) are later; [R] for the former
 //    coming with the PV-unhalt host patches (3.12).
+//  - `scan: 5.10` runs kvm_vcpu_on_spin(me, yield_to_kernel_mode = true) as Linux 5.10 has it
+//    (virt/kvm/kvm_main.c; VMX's handle_pause() always passes true, since a PAUSE exit means
+//    CPL 0). Where it differs from 3.10:
+//      * the first test is vcpu->ready, not vcpu->preempted. kvm_sched_out sets both when the
+//        thread is scheduled out still on its runqueue; kvm_sched_in clears both; and
+//        kvm_vcpu_wake_up() sets ready when it wakes the vCPU from a halt ("KVM: Boost vCPUs
+//        that are delivering interrupts", d73eb57b80b9, 5.3). So a vCPU woken from a halt
+//        (a kicked PV waiter, an IPI target) and not yet run is a candidate;
+//      * a halted vCPU is skipped (kvm_vcpu_is_blocking / rcuwait_active, unless
+//        vcpu_dy_runnable: an event already pending, which here makes it Runnable at once);
+//      * a vCPU preempted in guest user mode is skipped ("if (READ_ONCE(vcpu->preempted) &&
+//        yield_to_kernel_mode && !kvm_arch_vcpu_in_kernel(vcpu)) continue", 4.15: 199b5763d329;
+//        x86 records preempted_in_kernel = !get_cpl() in kvm_arch_vcpu_put). The guest says
+//        which work runs in user mode (WorkSegment::user_mode); the mode a vCPU had when it was
+//        switched out is what the test reads. A woken vCPU that was not preempted passes;
+//      * yield_to() and kvm_vcpu_yield_to() return int: > 0 boosted (remember it, stop); < 0,
+//        -ESRCH (both runqueues hold one task), spends one of `try = 3` attempts, and the scan
+//        stops when they are gone; 0 goes on. kvm_vcpu_yield_to has no PF_VCPU test (a running
+//        vCPU is not ready, so it is skipped earlier anyway).
+//    Source [S]: kvm_vcpu_on_spin of 5.10 (rcuwait_active form, 5.8-5.15), read in public copies.
 //  - When the vCPU is next loaded after being scheduled out, its window shrinks
 //    (vmx_vcpu_load -> shrink_ple_window; ple_window_shrink 0 resets it to ple_window).
 // Xen flavour (xen/arch/x86/hvm/vmx/vmx.c, the PAUSE exit -> vcpu_yield(); vmcs.c ple_gap /
@@ -81,12 +101,14 @@
 //   tsc_ghz  2.5      the conversion note 1.2 uses ("4096 cycles = 1.6 us at 2.5 GHz"); set
 //                     the modelled CPU's TSC rate (X7560: 2.26 GHz, Intel's specification)
 //   flavour  kvm      kvm | xen (the loader makes credit2 hosts xen unless told otherwise)
+//   scan     3.10     3.10 | 5.10: which kvm_vcpu_on_spin the KVM flavour runs (above)
 //
 // Invariants (checked by the dispatcher, ple.cpp): a PLE yield targets a vCPU of the spinner's
 // own VM ("ple-same-vm"), and only a Runnable one (which the preempted test implies).
 //
-// MODEL, not modelled: the user-mode filter of later kernels (4.15+, yield_to_kernel_mode; the
-// host here cannot tell guest mode). The handler itself takes no simulated time apart from
+// MODEL: the guest mode at a switch-out is that of the work segment the vCPU was running
+// (WorkSegment::user_mode: a workload's user computation, a user-space lock); a vCPU with no work
+// in progress is in the guest kernel. The handler itself takes no simulated time apart from
 // exit_cost, so a vCPU is inside it only for that cost and while it is descheduled by its own
 // yield. The scan and yield_to's decisions are taken at the exit instant (the runqueue state
 // they read is that of the exit, not of exit_cost later).
@@ -105,6 +127,8 @@
 namespace vcpusim::hv {
 
 enum class PleFlavour : std::uint8_t { kKvm = 0, kXen = 1 };
+/// Which kvm_vcpu_on_spin() the KVM flavour runs (the header lists the differences).
+enum class PleScan : std::uint8_t { kLinux310 = 0, kLinux510 = 1 };
 
 struct PleParams {
   bool enabled = false;
@@ -116,6 +140,7 @@ struct PleParams {
   double tsc_ghz = 2.5;           ///< TSC cycles per ns
   sim::Duration exit_cost = sim::ns(1500);  ///< the spinner's pCPU time per exit
   PleFlavour flavour = PleFlavour::kKvm;
+  PleScan scan = PleScan::kLinux310;
 
   bool active() const { return enabled && gap > 0 && window > 0; }
   /// Cycles to simulated ns at the TSC rate (at least 1 ns).
@@ -145,15 +170,27 @@ class PauseLoopExiting {
   std::uint64_t gen(VcpuId v) const { return gen_[v]; }
   /// vmx_vcpu_load after a schedule-out: shrink (KVM) or nothing (Xen, fixed window).
   void sched_in(VcpuId v);
-  /// kvm_sched_in: v is on a pCPU again, so no longer preempted. Called at every switch-in.
-  void clear_preempted(VcpuId v) { preempted_[v] = 0; }
-  /// kvm_sched_out: "if (current->state == TASK_RUNNING) vcpu->preempted = true". Called at
-  /// every switch-out; `still_runnable` is false for a vCPU that halted (TASK_INTERRUPTIBLE).
-  void sched_out(VcpuId v, bool still_runnable) {
-    if (still_runnable) preempted_[v] = 1;
+  /// kvm_sched_in: v is on a pCPU again, so neither preempted nor ready. Called at every
+  /// switch-in (and when a halt ends v's stay on its pCPU).
+  void clear_preempted(VcpuId v) { preempted_[v] = 0; ready_[v] = 0; }
+  /// kvm_sched_out: "if (current->state == TASK_RUNNING) vcpu->preempted = true" (5.3+: and
+  /// vcpu->ready), with kvm_arch_vcpu_put's preempted_in_kernel. Called at every switch-out;
+  /// `still_runnable` is false for a vCPU that halted (TASK_INTERRUPTIBLE); `in_kernel`: the
+  /// guest was in kernel mode.
+  void sched_out(VcpuId v, bool still_runnable, bool in_kernel) {
+    if (!still_runnable) return;
+    preempted_[v] = 1;
+    ready_[v] = 1;
+    in_kernel_[v] = in_kernel ? 1 : 0;
   }
+  /// kvm_vcpu_wake_up() woke v from a halt: "WRITE_ONCE(vcpu->ready, true)" (5.3+).
+  void woken(VcpuId v) { ready_[v] = 1; }
   /// vcpu->preempted: v was last taken off a pCPU while Runnable and has not run since.
   bool preempted(VcpuId v) const { return preempted_[v] != 0; }
+  /// vcpu->ready (5.3+): preempted, or woken from a halt, and not run since.
+  bool ready(VcpuId v) const { return ready_[v] != 0; }
+  /// kvm_arch_vcpu_in_kernel (x86: preempted_in_kernel), meaningful while preempted(v).
+  bool preempted_in_kernel(VcpuId v) const { return in_kernel_[v] != 0; }
   /// handle_pause: grow (KVM) or nothing (Xen).
   void grow(VcpuId v);
   std::uint32_t& last_boosted(DomainId d) { return last_boosted_[d]; }
@@ -177,6 +214,8 @@ class PauseLoopExiting {
   std::vector<std::uint8_t> dy_eligible_;    ///< per vCPU: vcpu->spin_loop.dy_eligible
   std::vector<std::uint8_t> preempted_;      ///< per vCPU: vcpu->preempted (set at switch-out if
                                              ///< Runnable, cleared at switch-in; read by the scan)
+  std::vector<std::uint8_t> ready_;          ///< per vCPU: vcpu->ready (5.3+)
+  std::vector<std::uint8_t> in_kernel_;      ///< per vCPU: arch.preempted_in_kernel
   std::vector<PleStats> stats_;
 };
 

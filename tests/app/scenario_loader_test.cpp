@@ -181,6 +181,14 @@ TEST(ScenarioLoader, HostPleKeys) {
   EXPECT_EQ(on.host.ple.shrink, 0u);
   EXPECT_EQ(on.host.ple.max, 4294967295u);
   EXPECT_EQ(on.host.ple.flavour, hv::PleFlavour::kKvm);
+  EXPECT_EQ(on.host.ple.scan, hv::PleScan::kLinux310);
+  EXPECT_EQ(load("topology: one-core-ht\nhost: {ple: {enabled: true, scan: '5.10'}}\n" + vms).host.ple.scan,
+            hv::PleScan::kLinux510);
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nhost: {ple: {enabled: true, scan: '4.19'}}\n" + vms),
+            "t.yaml:2:35: host.ple.scan: '4.19' is not one of: 3.10, 5.10");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nhost: {ple: {enabled: true, flavour: xen, scan: '5.10'}}\n" + vms),
+            "t.yaml:2:49: host.ple.scan: '5.10' is KVM's kvm_vcpu_on_spin; a Xen host (flavour xen) yields the spinner "
+            "itself");
   const ScenarioSpec xen = load("topology: one-core-ht\nhost: {scheduler: {policy: credit2}, ple: {enabled: true}}\n" + vms);
   EXPECT_EQ(xen.host.ple.flavour, hv::PleFlavour::kXen);
   const ScenarioSpec all = load(

@@ -395,5 +395,112 @@ TEST(PleYield, XenYieldsTheSpinnerAtEveryExit) {
   EXPECT_EQ(h.host().ple_window(a.vcpus[0]), 4096u);
 }
 
+// ---------------------------------------------------------------------------------------------
+// `scan: 5.10` (ple.h): kvm_vcpu_on_spin(me, true) of Linux 5.10.
+
+hv::HostSpec ple_host_510() {
+  hv::HostSpec h = ple_host();
+  h.ple.scan = hv::PleScan::kLinux510;
+  return h;
+}
+
+// As OnlyToAVcpuThatWasPreempted, on a 5.10 host: kvm_vcpu_wake_up() sets vcpu->ready, so once
+// a2 is woken at 1.5 ms (Runnable, never run since), a0's exits ask it as well as a1, though it
+// was never preempted.
+TEST(PleYield510, AVcpuWokenFromAHaltIsATargetBeforeItRuns) {
+  sim::ParamValues rr;
+  rr.set("slice", 1e6);
+  auto pol = std::make_unique<ScriptedYieldTo>(0, rr);
+  ScriptedYieldTo* const policy = pol.get();
+  hv::HostSpec hs = ple_host_510();
+  hs.ple.grow = 0;
+  TestHost h(test::flat(1), hs, 1, std::move(pol));
+  auto a = h.add_fake(test::vm("a", 3));
+  h.start();
+  const hv::VcpuId a0 = a.vcpus[0], a1 = a.vcpus[1], a2 = a.vcpus[2];
+  h.fake().set_plan(a1, FakeGuest::hog());
+  h.fake().set_plan(a2, FakeGuest::job(100e3, 1));
+  h.fake().set_plan(a0, FakeGuest::hog(1e6, hv::Profile::kSpin));
+  for (auto v : {a1, a2, a0}) h.fake().kick(v);
+
+  h.run_until(sim::us(1500));
+  ASSERT_EQ(h.host().vcpu(a2).state, hv::Runstate::kBlocked);
+  const std::size_t halted_asks = policy->asked.size();
+  for (std::size_t i = 0; i < halted_asks; ++i) EXPECT_EQ(policy->asked[i], a1);  // a halted a2 is skipped
+  h.fake().set_plan(a2, FakeGuest::hog());
+  h.fake().kick(a2);
+  const std::uint64_t exits_at_wake = h.host().ple_stats(a.id).exits;
+
+  h.run_until(sim::ms(2));
+  ASSERT_EQ(h.host().vcpu(a2).state, hv::Runstate::kRunnable);
+  EXPECT_FALSE(h.host().ple_preempted(a2));  // woken, not preempted: 3.10 would skip it
+  const std::uint64_t exits = h.host().ple_stats(a.id).exits - exits_at_wake;
+  ASSERT_GT(exits, 50u);
+  ASSERT_EQ(policy->asked.size() - halted_asks, 2 * exits);  // yield_to answers 0: each exit asks both
+  std::size_t asked_a2 = 0;
+  for (std::size_t i = halted_asks; i < policy->asked.size(); ++i) asked_a2 += policy->asked[i] == a2;
+  EXPECT_EQ(asked_a2, exits);
+}
+
+// -ESRCH is an int in 5.10: each answer spends one of the scan's three tries, and nothing is
+// recorded as boosted, so every exit asks a1, a2, a3 (of four candidates) and stops.
+TEST(PleYield510, EsrchSpendsOneOfThreeTries) {
+  auto pol = scripted_rr(-1);
+  ScriptedYieldTo* const policy = pol.get();
+  TestHost h(test::flat(1), ple_host_510(), 1, std::move(pol));
+  auto a = h.add_fake(test::vm("a", 5));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+  for (std::uint32_t i = 1; i < 5; ++i) h.fake().set_plan(a.vcpus[i], FakeGuest::hog());
+  for (std::uint32_t i = 1; i < 5; ++i) h.fake().kick(a.vcpus[i]);
+  h.fake().kick(a.vcpus[0]);
+  h.run_until(sim::ms(20));
+  const std::uint64_t exits = h.host().ple_stats(a.id).exits;
+  ASSERT_GT(exits, 2u);
+  ASSERT_EQ(policy->asked.size(), 3 * exits);
+  for (std::size_t i = 0; i < policy->asked.size(); ++i) EXPECT_EQ(policy->asked[i], a.vcpus[1 + i % 3]);
+  EXPECT_EQ(h.host().ple_stats(a.id).yields, 0u);
+}
+
+// yield_to_kernel_mode: a vCPU preempted while its guest ran user code is skipped; the same
+// vCPUs preempted in the guest kernel are asked. Four candidates that compute, a0 spinning in
+// the kernel; yield_to answers 0, so a kernel-mode rig asks all four at every exit.
+TEST(PleYield510, SkipsAVcpuPreemptedInGuestUserMode) {
+  for (const bool user : {true, false}) {
+    auto pol = scripted_rr(0);
+    ScriptedYieldTo* const policy = pol.get();
+    TestHost h(test::flat(1), ple_host_510(), 1, std::move(pol));
+    auto a = h.add_fake(test::vm("a", 5));
+    h.start();
+    h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+    FakeGuest::Plan work = FakeGuest::hog();
+    work.user_mode = user;
+    for (std::uint32_t i = 1; i < 5; ++i) h.fake().set_plan(a.vcpus[i], work);
+    for (std::uint32_t i = 1; i < 5; ++i) h.fake().kick(a.vcpus[i]);
+    h.fake().kick(a.vcpus[0]);
+    h.run_until(sim::ms(20));
+    const std::uint64_t exits = h.host().ple_stats(a.id).exits;
+    ASSERT_GT(exits, 2u) << "user " << user;
+    EXPECT_EQ(policy->asked.size(), user ? 0u : 4 * exits) << "user " << user;
+  }
+}
+
+// 3.10 has no such filter: the user-mode rig is asked at every exit there.
+TEST(PleYield, ThreeTenAsksAVcpuPreemptedInGuestUserModeToo) {
+  auto pol = scripted_rr(0);
+  ScriptedYieldTo* const policy = pol.get();
+  TestHost h(test::flat(1), ple_host(), 1, std::move(pol));
+  auto a = h.add_fake(test::vm("a", 5));
+  h.start();
+  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+  FakeGuest::Plan work = FakeGuest::hog();
+  work.user_mode = true;
+  for (std::uint32_t i = 1; i < 5; ++i) h.fake().set_plan(a.vcpus[i], work);
+  for (std::uint32_t i = 1; i < 5; ++i) h.fake().kick(a.vcpus[i]);
+  h.fake().kick(a.vcpus[0]);
+  h.run_until(sim::ms(20));
+  EXPECT_EQ(policy->asked.size(), 4 * h.host().ple_stats(a.id).exits);
+}
+
 }  // namespace
 }  // namespace vcpusim
