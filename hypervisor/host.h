@@ -238,7 +238,6 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   // Pause-loop exiting (ple.cpp; the check in dispatcher.cpp).
   void ple_arm(Vcpu& v, bool sched_in);
   void ple_exit(VcpuId v);
-  void ple_on_spin_510(Vcpu& v, bool measuring);  // the 5.10 scan (ple.h)
   int ple_yield(VcpuId v, VcpuId to, sim::Duration resched_after);
   void ple_sched_done(VcpuId v);  // v is back from a PLE yield's schedule(): it leaves the handler
   sim::Duration busy_total(PcpuId p) const;

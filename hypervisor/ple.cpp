@@ -99,16 +99,17 @@ void Host::ple_exit(VcpuId id) {
   if (ple_.params().flavour == PleFlavour::kXen) {
     if (measuring) ++st.yields;
     ple_yield(id, kIdle, ple_.params().exit_cost);
-  } else if (ple_.params().scan == PleScan::kLinux510) {
-    ple_on_spin_510(v, measuring);
   } else {
-    // kvm_vcpu_on_spin(me), Linux 3.10 virt/kvm/kvm_main.c (ple.h lists each rule).
+    // kvm_vcpu_on_spin(me), virt/kvm/kvm_main.c of Linux 3.10, or of 5.10 with
+    // yield_to_kernel_mode (ple.h lists each rule and where the two differ).
+    const bool v510 = ple_.params().scan == PleScan::kLinux510;
     ple_.enter_handler(id);
     const Domain& d = domains_[v.domain];
     const auto n = static_cast<std::uint32_t>(d.vcpus.size());
     std::uint32_t& last = ple_.last_boosted(v.domain);
     const std::uint32_t start = last + 1;
     int yielded = 0;
+    int tries = 3;  // 5.10's "int try = 3": -ESRCH answers the scan takes before it gives up
     // idx runs start, start+1, ... n-1, 0, ... start-1 (the kernel's two passes), wrapped by a
     // compare rather than `% n`: the scan runs on every exit and a division per vCPU dominated it.
     std::uint32_t idx = start >= n ? start - n : start;
@@ -116,21 +117,31 @@ void Host::ple_exit(VcpuId id) {
       if (idx == v.index) continue;  // vcpu == me
       const VcpuId t = d.vcpus[idx];
       const Vcpu& c = vcpus_[t];
-      // 3.10's first test (before `me`, which is running and so never preempted): only a vCPU
-      // scheduled out while still Runnable (kvm_sched_out), and not switched in since, is a
-      // candidate; it is what keeps a woken, not yet run vCPU out. The halted and in-guest tests
-      // below can no longer refuse one that passed it; they stay as 3.10 has them.
-      if (!ple_.preempted(t)) continue;
-      if (c.state == Runstate::kBlocked) continue;  // waitqueue_active(&vcpu->wq): halted
+      if (v510) {
+        if (!ple_.ready(t)) continue;  // !READ_ONCE(vcpu->ready): preempted or woken, not run since
+      } else {
+        // 3.10's first test (before `me`, which is running and so never preempted): only a vCPU
+        // scheduled out while still Runnable (kvm_sched_out), and not switched in since, is a
+        // candidate; it is what keeps a woken, not yet run vCPU out. The halted and in-guest
+        // tests below can no longer refuse one that passed it; they stay as 3.10 has them.
+        if (!ple_.preempted(t)) continue;
+      }
+      // 3.10 waitqueue_active(&vcpu->wq); 5.10 kvm_vcpu_is_blocking && !vcpu_dy_runnable: halted
+      if (c.state == Runstate::kBlocked) continue;
+      // 5.10 yield_to_kernel_mode: a vCPU preempted in guest user mode holds no kernel lock
+      if (v510 && ple_.preempted(t) && !ple_.preempted_in_kernel(t)) continue;
       if (!ple_.eligible_for_directed_yield(t)) continue;
-      if (c.state == Runstate::kRunning) continue;  // kvm_vcpu_yield_to: PF_VCPU -> false (0)
+      // 3.10 kvm_vcpu_yield_to: PF_VCPU -> false (0); 5.10 yield_to: task_running -> 0
+      if (c.state == Runstate::kRunning) continue;
       yielded = ple_yield(id, t, ple_.params().exit_cost);
       if (yielded > 0) {
         last = idx;  // kvm->last_boosted_vcpu = i, on success only
         if (measuring) ++st.yields;
         break;
       }
-      if (yielded < 0) {
+      if (yielded < 0 && v510) {
+        if (--tries == 0) break;
+      } else if (yielded < 0) {
         // -ESRCH (both runqueues hold one task). 3.10's yield_to() and kvm_vcpu_yield_to()
         // return bool, so it reaches the scan as true: "if (yielded > 0)" records this vCPU as
         // last boosted and stops, though nothing was boosted (yield_to() skips its schedule()).
@@ -153,38 +164,6 @@ void Host::ple_exit(VcpuId id) {
   v.done_at = sim::kNever;
   retime(v);
   ple_arm(v, false);
-}
-
-// kvm_vcpu_on_spin(me, true), Linux 5.10 (ple.h lists where it differs from 3.10).
-void Host::ple_on_spin_510(Vcpu& v, bool measuring) {
-  const VcpuId id = v.id;
-  PleStats& st = ple_.stats(v.domain);
-  ple_.enter_handler(id);
-  const Domain& d = domains_[v.domain];
-  const auto n = static_cast<std::uint32_t>(d.vcpus.size());
-  std::uint32_t& last = ple_.last_boosted(v.domain);
-  const std::uint32_t start = last + 1;
-  int yielded = 0;
-  int tries = 3;  // "int try = 3": -ESRCH answers the scan may take before it gives up
-  std::uint32_t idx = start >= n ? start - n : start;
-  for (std::uint32_t i = 0; n > 1 && i < n; ++i, idx = idx + 1 == n ? 0 : idx + 1) {
-    if (idx == v.index) continue;  // vcpu == me
-    const VcpuId t = d.vcpus[idx];
-    const Vcpu& c = vcpus_[t];
-    if (!ple_.ready(t)) continue;                  // !READ_ONCE(vcpu->ready)
-    if (c.state == Runstate::kBlocked) continue;   // kvm_vcpu_is_blocking && !vcpu_dy_runnable
-    if (ple_.preempted(t) && !ple_.preempted_in_kernel(t)) continue;  // yield_to_kernel_mode
-    if (!ple_.eligible_for_directed_yield(t)) continue;
-    if (c.state == Runstate::kRunning) continue;   // yield_to: task_running -> 0
-    yielded = ple_yield(id, t, ple_.params().exit_cost);
-    if (yielded > 0) {
-      last = idx;  // kvm->last_boosted_vcpu = i
-      if (measuring) ++st.yields;
-      break;
-    }
-    if (yielded < 0 && --tries == 0) break;
-  }
-  if (yielded <= 0) ple_.leave_handler(id);
 }
 
 // yield_to()'s schedule() returned to v (v was switched in again, or the reschedule kept it):
