@@ -81,18 +81,20 @@ std::unique_ptr<ScriptedYieldTo> scripted_rr(int answer) {
 // a1-a4 are woken first, so each has run a slice and been preempted before a0 first runs: at
 // each of a0's exits the four others are ready and marked preempted. The policy (owned by the
 // host) has recorded 20 ms of exits.
+// `hs` and `work` (the others' plan) vary the host and the guest mode of the others' work.
 struct ScanRig {
   ScriptedYieldTo* policy = nullptr;
   TestHost::Vm a;
   std::unique_ptr<TestHost> h;
-  ScanRig(int answer, std::uint32_t pcpus = 1, std::uint32_t vcpus = 5) {
+  ScanRig(int answer, std::uint32_t pcpus = 1, std::uint32_t vcpus = 5, const hv::HostSpec& hs = ple_host(),
+          const FakeGuest::Plan& work = FakeGuest::hog()) {
     auto pol = scripted_rr(answer);
     policy = pol.get();
-    h = std::make_unique<TestHost>(test::flat(pcpus), ple_host(), 1, std::move(pol));
+    h = std::make_unique<TestHost>(test::flat(pcpus), hs, 1, std::move(pol));
     a = h->add_fake(test::vm("a", vcpus));
     h->start();
     h->fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
-    for (std::uint32_t i = 1; i < vcpus; ++i) h->fake().set_plan(a.vcpus[i], FakeGuest::hog());
+    for (std::uint32_t i = 1; i < vcpus; ++i) h->fake().set_plan(a.vcpus[i], work);
     for (std::uint32_t i = 1; i < vcpus; ++i) h->fake().kick(a.vcpus[i]);
     h->fake().kick(a.vcpus[0]);
     h->run_until(sim::ms(20));
@@ -254,23 +256,37 @@ TEST(PleYield, SuccessStopsTheScanAndMovesLastBoosted) {
 // running, it passes every other test of the scan, yet a0's exits until 2 ms never ask it. It
 // first runs after a1's next slice (about 3.1 ms) and is preempted at its end; a0's exits in
 // its next slice then ask it.
-TEST(PleYield, OnlyToAVcpuThatWasPreempted) {
-  sim::ParamValues rr;
-  rr.set("slice", 1e6);
-  auto pol = std::make_unique<ScriptedYieldTo>(0, rr);
-  ScriptedYieldTo* const policy = pol.get();
-  hv::HostSpec hs = ple_host();
-  hs.ple.grow = 0;
-  TestHost h(test::flat(1), hs, 1, std::move(pol));
-  auto a = h.add_fake(test::vm("a", 3));
-  h.start();
-  const hv::VcpuId a0 = a.vcpus[0], a1 = a.vcpus[1], a2 = a.vcpus[2];
-  h.fake().set_plan(a1, FakeGuest::hog());
-  h.fake().set_plan(a2, FakeGuest::job(100e3, 1));
-  h.fake().set_plan(a0, FakeGuest::hog(1e6, hv::Profile::kSpin));
-  for (auto v : {a1, a2, a0}) h.fake().kick(v);
+// The rig of that story, run to 1.5 ms (a2 halted), on a host with `scan`.
+struct WakeRig {
+  ScriptedYieldTo* policy = nullptr;
+  std::unique_ptr<TestHost> host;
+  TestHost::Vm a;
+  explicit WakeRig(hv::PleScan scan) {
+    sim::ParamValues rr;
+    rr.set("slice", 1e6);
+    auto pol = std::make_unique<ScriptedYieldTo>(0, rr);
+    policy = pol.get();
+    hv::HostSpec hs = ple_host();
+    hs.ple.grow = 0;
+    hs.ple.scan = scan;
+    host = std::make_unique<TestHost>(test::flat(1), hs, 1, std::move(pol));
+    a = host->add_fake(test::vm("a", 3));
+    host->start();
+    host->fake().set_plan(a.vcpus[1], FakeGuest::hog());
+    host->fake().set_plan(a.vcpus[2], FakeGuest::job(100e3, 1));
+    host->fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
+    for (auto v : {a.vcpus[1], a.vcpus[2], a.vcpus[0]}) host->fake().kick(v);
+    host->run_until(sim::us(1500));
+  }
+};
 
-  h.run_until(sim::us(1500));
+TEST(PleYield, OnlyToAVcpuThatWasPreempted) {
+  WakeRig r(hv::PleScan::kLinux310);
+  TestHost& h = *r.host;
+  ScriptedYieldTo* const policy = r.policy;
+  const auto& a = r.a;
+  const hv::VcpuId a0 = a.vcpus[0], a1 = a.vcpus[1], a2 = a.vcpus[2];
+
   ASSERT_EQ(h.host().vcpu(a2).state, hv::Runstate::kBlocked);
   ASSERT_EQ(h.host().vcpu(a0).state, hv::Runstate::kRunning);
   EXPECT_TRUE(h.host().ple_preempted(a1));
@@ -408,22 +424,11 @@ hv::HostSpec ple_host_510() {
 // a2 is woken at 1.5 ms (Runnable, never run since), a0's exits ask it as well as a1, though it
 // was never preempted.
 TEST(PleYield510, AVcpuWokenFromAHaltIsATargetBeforeItRuns) {
-  sim::ParamValues rr;
-  rr.set("slice", 1e6);
-  auto pol = std::make_unique<ScriptedYieldTo>(0, rr);
-  ScriptedYieldTo* const policy = pol.get();
-  hv::HostSpec hs = ple_host_510();
-  hs.ple.grow = 0;
-  TestHost h(test::flat(1), hs, 1, std::move(pol));
-  auto a = h.add_fake(test::vm("a", 3));
-  h.start();
-  const hv::VcpuId a0 = a.vcpus[0], a1 = a.vcpus[1], a2 = a.vcpus[2];
-  h.fake().set_plan(a1, FakeGuest::hog());
-  h.fake().set_plan(a2, FakeGuest::job(100e3, 1));
-  h.fake().set_plan(a0, FakeGuest::hog(1e6, hv::Profile::kSpin));
-  for (auto v : {a1, a2, a0}) h.fake().kick(v);
-
-  h.run_until(sim::us(1500));
+  WakeRig r(hv::PleScan::kLinux510);
+  TestHost& h = *r.host;
+  ScriptedYieldTo* const policy = r.policy;
+  const auto& a = r.a;
+  const hv::VcpuId a1 = a.vcpus[1], a2 = a.vcpus[2];
   ASSERT_EQ(h.host().vcpu(a2).state, hv::Runstate::kBlocked);
   const std::size_t halted_asks = policy->asked.size();
   for (std::size_t i = 0; i < halted_asks; ++i) EXPECT_EQ(policy->asked[i], a1);  // a halted a2 is skipped
@@ -445,21 +450,17 @@ TEST(PleYield510, AVcpuWokenFromAHaltIsATargetBeforeItRuns) {
 // -ESRCH is an int in 5.10: each answer spends one of the scan's three tries, and nothing is
 // recorded as boosted, so every exit asks a1, a2, a3 (of four candidates) and stops.
 TEST(PleYield510, EsrchSpendsOneOfThreeTries) {
-  auto pol = scripted_rr(-1);
-  ScriptedYieldTo* const policy = pol.get();
-  TestHost h(test::flat(1), ple_host_510(), 1, std::move(pol));
-  auto a = h.add_fake(test::vm("a", 5));
-  h.start();
-  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
-  for (std::uint32_t i = 1; i < 5; ++i) h.fake().set_plan(a.vcpus[i], FakeGuest::hog());
-  for (std::uint32_t i = 1; i < 5; ++i) h.fake().kick(a.vcpus[i]);
-  h.fake().kick(a.vcpus[0]);
-  h.run_until(sim::ms(20));
-  const std::uint64_t exits = h.host().ple_stats(a.id).exits;
-  ASSERT_GT(exits, 2u);
-  ASSERT_EQ(policy->asked.size(), 3 * exits);
-  for (std::size_t i = 0; i < policy->asked.size(); ++i) EXPECT_EQ(policy->asked[i], a.vcpus[1 + i % 3]);
-  EXPECT_EQ(h.host().ple_stats(a.id).yields, 0u);
+  ScanRig r(-1, 1, 5, ple_host_510());
+  ASSERT_GT(r.exits(), 2u);
+  ASSERT_EQ(r.policy->asked.size(), 3 * r.exits());
+  for (std::size_t i = 0; i < r.policy->asked.size(); ++i) EXPECT_EQ(r.policy->asked[i], r.a.vcpus[1 + i % 3]);
+  EXPECT_EQ(r.h->host().ple_stats(r.a.id).yields, 0u);
+}
+
+FakeGuest::Plan hog_in(bool user) {
+  FakeGuest::Plan p = FakeGuest::hog();
+  p.user_mode = user;
+  return p;
 }
 
 // yield_to_kernel_mode: a vCPU preempted while its guest ran user code is skipped; the same
@@ -467,39 +468,17 @@ TEST(PleYield510, EsrchSpendsOneOfThreeTries) {
 // the kernel; yield_to answers 0, so a kernel-mode rig asks all four at every exit.
 TEST(PleYield510, SkipsAVcpuPreemptedInGuestUserMode) {
   for (const bool user : {true, false}) {
-    auto pol = scripted_rr(0);
-    ScriptedYieldTo* const policy = pol.get();
-    TestHost h(test::flat(1), ple_host_510(), 1, std::move(pol));
-    auto a = h.add_fake(test::vm("a", 5));
-    h.start();
-    h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
-    FakeGuest::Plan work = FakeGuest::hog();
-    work.user_mode = user;
-    for (std::uint32_t i = 1; i < 5; ++i) h.fake().set_plan(a.vcpus[i], work);
-    for (std::uint32_t i = 1; i < 5; ++i) h.fake().kick(a.vcpus[i]);
-    h.fake().kick(a.vcpus[0]);
-    h.run_until(sim::ms(20));
-    const std::uint64_t exits = h.host().ple_stats(a.id).exits;
-    ASSERT_GT(exits, 2u) << "user " << user;
-    EXPECT_EQ(policy->asked.size(), user ? 0u : 4 * exits) << "user " << user;
+    ScanRig r(0, 1, 5, ple_host_510(), hog_in(user));
+    ASSERT_GT(r.exits(), 2u) << "user " << user;
+    EXPECT_EQ(r.policy->asked.size(), user ? 0u : 4 * r.exits()) << "user " << user;
   }
 }
 
 // 3.10 has no such filter: the user-mode rig is asked at every exit there.
 TEST(PleYield, ThreeTenAsksAVcpuPreemptedInGuestUserModeToo) {
-  auto pol = scripted_rr(0);
-  ScriptedYieldTo* const policy = pol.get();
-  TestHost h(test::flat(1), ple_host(), 1, std::move(pol));
-  auto a = h.add_fake(test::vm("a", 5));
-  h.start();
-  h.fake().set_plan(a.vcpus[0], FakeGuest::hog(1e6, hv::Profile::kSpin));
-  FakeGuest::Plan work = FakeGuest::hog();
-  work.user_mode = true;
-  for (std::uint32_t i = 1; i < 5; ++i) h.fake().set_plan(a.vcpus[i], work);
-  for (std::uint32_t i = 1; i < 5; ++i) h.fake().kick(a.vcpus[i]);
-  h.fake().kick(a.vcpus[0]);
-  h.run_until(sim::ms(20));
-  EXPECT_EQ(policy->asked.size(), 4 * h.host().ple_stats(a.id).exits);
+  ScanRig r(0, 1, 5, ple_host(), hog_in(true));
+  ASSERT_GT(r.exits(), 2u);
+  EXPECT_EQ(r.policy->asked.size(), 4 * r.exits());
 }
 
 }  // namespace
