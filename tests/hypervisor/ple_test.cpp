@@ -6,7 +6,7 @@
 // Linux 3.10's candidate filters and yield rules (only vCPUs marked preempted, i.e. scheduled
 // out while Runnable and not run since; halted and in-guest vCPUs skipped; the dy_eligible
 // toggle, -ESRCH ending the scan as 3.10's bool return makes it, last_boosted_vcpu on success or
-// -ESRCH).
+// -ESRCH), and where 5.10's scan differs (vcpu->ready, the user-mode filter, three -ESRCH tries).
 //
 // System: one pCPU, round robin, TSC at 1 GHz (a cycle is a nanosecond), the default 2 us
 // switch-in stall and 1.5 us exit cost. Spinners are FakeGuest segments of Profile::kSpin.
