@@ -90,11 +90,18 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
             const std::string& csv_path, bool quiet) {
   if (!json_path.empty()) app::check_output_file(json_path, "--json");
   if (!csv_path.empty()) app::check_output_file(csv_path, "--csv");
+  std::optional<sim::Duration> d;
+  if (!duration.empty()) {
+    d = app::parse_duration(duration);
+    if (!d) throw app::ConfigError("<command line>", 0, 0, "--duration", "'" + duration + "' is not a positive duration such as 10s");
+    // The bounds and the message of the file's duration: (a flag without them started a 31-year run).
+    if (*d < app::kMinRunDuration || *d > app::kMaxRunDuration)
+      throw app::ConfigError("<command line>", 0, 0, "--duration",
+                             app::duration_out_of_range(duration, app::kMinRunDuration, app::kMaxRunDuration));
+  }
   app::ScenarioSpec spec = load_run_scenario(file, app::parse_command_line_sets("--set", sets));
   if (seed) spec.seed = *seed;
-  if (!duration.empty()) {
-    auto d = app::parse_duration(duration);
-    if (!d || *d <= 0) throw app::ConfigError("<command line>", 0, 0, "--duration", "'" + duration + "' is not a positive duration such as 10s");
+  if (d) {
     if (*d <= spec.warmup) throw app::ConfigError("<command line>", 0, 0, "--duration", "must be longer than the scenario's warm-up");
     spec.duration = *d;
   }

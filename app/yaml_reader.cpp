@@ -85,6 +85,10 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
+std::string duration_out_of_range(std::string_view text, sim::Duration lo, sim::Duration hi) {
+  return "'" + std::string(text) + "' is out of range [" + std::to_string(lo) + "ns, " + std::to_string(hi) + "ns]";
+}
+
 YamlReader YamlReader::load_file(const std::string& path) {
   // Only a regular file of sane size: /dev/zero was read until memory ran out, /dev/urandom
   // forever. (A pipe such as <(cat f.yaml) is a FIFO, read as it is: it ends.)
@@ -337,9 +341,7 @@ sim::Duration YamlReader::get_duration(std::string_view key, sim::Duration def, 
   if (!has(key)) return def;
   YamlReader r = at(key);
   sim::Duration v = r.as_duration();
-  if (v < lo || v > hi)
-    r.fail("'" + r.node().Scalar() + "' is out of range [" + std::to_string(lo) + "ns, " +
-           std::to_string(hi) + "ns]");
+  if (v < lo || v > hi) r.fail(duration_out_of_range(r.node().Scalar(), lo, hi));
   return v;
 }
 

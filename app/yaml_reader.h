@@ -100,4 +100,8 @@ std::optional<sim::Duration> parse_duration(std::string_view text);
 /// Parses a byte size such as "1GiB"; nullopt if malformed.
 std::optional<std::uint64_t> parse_bytes(std::string_view text);
 
+/// What a duration outside its bounds is told, in a file and on the command line alike:
+/// "'TEXT' is out of range [LOns, HIns]" (TEXT as written).
+std::string duration_out_of_range(std::string_view text, sim::Duration lo, sim::Duration hi);
+
 }  // namespace vcpusim::app

@@ -179,6 +179,22 @@ TEST(Cli, BadArgumentsAreExitTwo) {
   EXPECT_EQ(run("").status, 2);
 }
 
+// --duration took any length (1000000000s started a 31-year run) where the file's duration:, and
+// --set duration=, take [1 us, 100000 s]: the flag refuses what the field refuses, in its words.
+TEST(Cli, DurationFlagIsRangeCheckedLikeTheFile) {
+  const std::string f = write_temp("dur-flag.yaml", kGood);
+  for (const std::string d : {"1000000000s", "100001s", "999ns", "0s", "-1s"}) {
+    const std::string range = "'" + d + "' is out of range [1000ns, 100000000000000ns]";
+    const Outcome flag = run("run " + f + " --duration " + d);
+    EXPECT_EQ(flag.status, 2) << d << ": " << flag.output;
+    EXPECT_NE(flag.output.find("<command line>: --duration: " + range), std::string::npos) << flag.output;
+    const Outcome file = run("run " + write_temp("dur-file.yaml", with("duration: 200ms", "duration: " + d)));
+    EXPECT_EQ(file.status, 2) << d << ": " << file.output;
+    EXPECT_NE(file.output.find(":2:11: duration: " + range), std::string::npos) << file.output;
+  }
+  EXPECT_EQ(run("run " + f + " --duration 1us").status, 0);  // the lower bound itself runs
+}
+
 // run and trace take --set as sweep and reproduce do. A bad value is the option's error, not a
 // line of the file: YAML::Load's marks once placed it at the scenario file's 1:1, and a value
 // that is not YAML made `reproduce --set` exit 1 with yaml-cpp's own message.
