@@ -521,7 +521,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   s.duration = root.get_duration("duration", sim::seconds(10), kMinRunDuration, kMaxRunDuration);
   s.warmup = root.get_duration("warmup", 0, 0, kMaxRunDuration);
   if (s.warmup >= s.duration) root.at("warmup").fail("warm-up must be shorter than the duration");
-  s.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, 10000));
+  s.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, kMaxRepetitions));
   s.host.warmup = s.warmup;
 
   if (!root.has("topology")) root.fail("missing required key 'topology' (a preset name, a file, or a mapping)");

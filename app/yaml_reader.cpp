@@ -85,6 +85,10 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
+std::string out_of_range(std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  return std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
 std::string duration_out_of_range(std::string_view text, sim::Duration lo, sim::Duration hi) {
   return "'" + std::string(text) + "' is out of range [" + std::to_string(lo) + "ns, " + std::to_string(hi) + "ns]";
 }
@@ -327,8 +331,7 @@ std::int64_t YamlReader::get_int(std::string_view key, std::int64_t def, std::in
   if (!has(key)) return def;
   YamlReader r = at(key);
   std::int64_t v = r.as_int();
-  if (v < lo || v > hi)
-    r.fail(std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (v < lo || v > hi) r.fail(out_of_range(v, lo, hi));
   return v;
 }
 

@@ -195,6 +195,24 @@ TEST(Cli, DurationFlagIsRangeCheckedLikeTheFile) {
   EXPECT_EQ(run("run " + f + " --duration 1us").status, 0);  // the lower bound itself runs
 }
 
+// --repetitions took 1 to 100000 where the file's repetitions: takes 1 to 10000 (one constant,
+// app::kMaxRepetitions, bounds both now).
+TEST(Cli, RepetitionsFlagHasTheBoundOfTheFilesField) {
+  const std::string f = write_temp("reps-flag.yaml", kGood);
+  for (const std::string n : {"10001", "100000", "0"}) {
+    const Outcome flag = run("run " + f + " --duration 1ms --repetitions " + n);
+    EXPECT_EQ(flag.status, 2) << n << ": " << flag.output;
+    EXPECT_NE(flag.output.find("--repetitions: " + n + " is out of range [1, 10000]"), std::string::npos) << flag.output;
+    const Outcome file = run("run " + write_temp("reps-file.yaml", "repetitions: " + n + "\n" + kGood));
+    EXPECT_EQ(file.status, 2) << n << ": " << file.output;
+    EXPECT_NE(file.output.find(":1:14: repetitions: " + n + " is out of range [1, 10000]"), std::string::npos)
+        << file.output;
+  }
+  const Outcome word = run("run " + f + " --repetitions ten");
+  EXPECT_EQ(word.status, 2) << word.output;
+  EXPECT_NE(word.output.find("--repetitions: 'ten' is not an integer from 1 to 10000"), std::string::npos) << word.output;
+}
+
 // run and trace take --set as sweep and reproduce do. A bad value is the option's error, not a
 // line of the file: YAML::Load's marks once placed it at the scenario file's 1:1, and a value
 // that is not YAML made `reproduce --set` exit 1 with yaml-cpp's own message.
