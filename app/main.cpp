@@ -421,7 +421,8 @@ int main(int argc, char** argv) {
       app::ScenarioSpec spec = load_run_scenario(trace_file, app::parse_command_line_sets("--set", trace_sets));
       const auto dots = trace_window.find("..");
       std::optional<sim::Duration> from, to;
-      if (dots != std::string::npos) {
+      // Exactly one "..": '0s...10ms' was read as 0s and '.10ms', a 0.1 ms window.
+      if (dots != std::string::npos && trace_window.find("..", dots + 1) == std::string::npos) {
         from = app::parse_duration(trace_window.substr(0, dots));
         to = app::parse_duration(trace_window.substr(dots + 2));
       }

@@ -213,6 +213,23 @@ TEST(Cli, RepetitionsFlagHasTheBoundOfTheFilesField) {
   EXPECT_NE(word.output.find("--repetitions: 'ten' is not an integer from 1 to 10000"), std::string::npos) << word.output;
 }
 
+// A trace window is FROM..TO with exactly one "..": '0s...10ms' was taken, as 0s to '.10ms', a
+// 0.1 ms window. Decimal points on either side are still durations.
+TEST(Cli, TraceWindowIsExactlyFromDotDotTo) {
+  const std::string f = write_temp("window.yaml", kGood), dir = fresh_dir("window");
+  std::filesystem::create_directories(dir);
+  for (const std::string w : {"0s...10ms", "0s....10ms", "1...2ms", "0s..10ms..20ms", "0s..10ms..", "..10ms"}) {
+    const Outcome o = run("trace " + f + " --window '" + w + "' --out " + dir + "/bad.json");
+    EXPECT_EQ(o.status, 2) << w << ": " << o.output;
+    EXPECT_NE(o.output.find("<command line>: --window: '" + w + "' is not FROM..TO such as 0s..200ms"), std::string::npos)
+        << o.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
+  const Outcome ok = run("trace " + f + " --window 0.5ms..1.5ms --out " + dir + "/ok.json");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find(" events in [0.5ms..1.5ms]"), std::string::npos) << ok.output;
+}
+
 // run and trace take --set as sweep and reproduce do. A bad value is the option's error, not a
 // line of the file: YAML::Load's marks once placed it at the scenario file's 1:1, and a value
 // that is not YAML made `reproduce --set` exit 1 with yaml-cpp's own message.
