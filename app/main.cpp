@@ -88,6 +88,7 @@ app::ScenarioSpec load_run_scenario(const std::string& file, const std::vector<a
 int cmd_run(const std::string& file, const std::vector<std::string>& sets, const std::optional<std::uint64_t>& seed,
             const std::string& duration, const std::optional<std::uint32_t>& reps, const std::string& json_path,
             const std::string& csv_path, bool quiet) {
+  app::check_outputs_are_distinct({{file, "the scenario it reads"}}, {{json_path, "--json"}, {csv_path, "--csv"}});
   if (!json_path.empty()) app::check_output_file(json_path, "--json");
   if (!csv_path.empty()) app::check_output_file(csv_path, "--csv");
   std::optional<sim::Duration> d;
@@ -121,10 +122,15 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
   return 0;
 }
 
+// The records file a DIR argument names: DIR/records.jsonl, or the file itself.
+std::string records_path(const std::string& d) {
+  return std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+}
+
 std::vector<nlohmann::json> records_of(const std::vector<std::string>& dirs) {
   std::vector<nlohmann::json> all;
   for (const auto& d : dirs) {
-    const std::string path = std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+    const std::string path = records_path(d);
     if (!std::filesystem::exists(path)) throw app::ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
     for (auto& r : app::read_records(path)) all.push_back(std::move(r));
   }
@@ -340,6 +346,9 @@ int main(int argc, char** argv) {
         po.out = ((std::filesystem::is_directory(plot_dirs.front()) ? std::filesystem::path(plot_dirs.front())
                                                                     : std::filesystem::path(plot_dirs.front()).parent_path()) /
                   "plot.png").string();
+      std::vector<app::PathArg> inputs;
+      for (const auto& d : plot_dirs) inputs.push_back({records_path(d), "the records it reads"});
+      app::check_outputs_are_distinct(inputs, {{po.out, "--out"}});
       app::check_figure_path(po.out, "--out");
       app::plot_records(records_of(plot_dirs), po);
       std::cerr << "plot: " << po.out << "\n";
@@ -379,15 +388,20 @@ int main(int argc, char** argv) {
       }
       app::Reproduction r = app::load_reproduction(repro_name, app::parse_command_line_sets("--set", repro_sets), row_sets);
       app::select_rows(r, repro_rows);
+      // The default directory is per build and per scenario document, so a rebuilt vcpusim or
+      // other --set values start afresh (and keep the earlier records) instead of being refused.
+      const std::string dir =
+          !repro_from.empty() ? repro_from
+          : repro_out.empty() ? "vcpusim-reproduce/" + r.name + "/" + VCPUSIM_BUILD + "-" + r.plan.scenario_hash.substr(0, 8)
+                              : repro_out;
       // Every output is checked before the runs, not after them.
+      const std::string records_file =
+          repro_from.empty() ? (std::filesystem::path(dir) / "records.jsonl").string() : records_path(dir);
+      app::check_outputs_are_distinct({{r.file, "the reproduction it reads"}, {records_file, "the records it reads"}},
+                                      {{repro_json, "--json"}, {repro_plot, "--plot"}});
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");
       if (!repro_json.empty()) app::check_output_file(repro_json, "--json");
-      std::string dir = repro_from;
-      if (dir.empty()) {
-        // The default directory is per build and per scenario document, so a rebuilt vcpusim or
-        // other --set values start afresh (and keep the earlier records) instead of being refused.
-        dir = repro_out.empty() ? "vcpusim-reproduce/" + r.name + "/" + VCPUSIM_BUILD + "-" + r.plan.scenario_hash.substr(0, 8)
-                                : repro_out;
+      if (repro_from.empty()) {
         app::ensure_output_dir(dir, "--out");
         app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
         if (!repro_rows.empty()) so.only = [&r](const app::SweepRun& run) { return app::runs_published_row(r, run); };
@@ -417,6 +431,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*trace) {
+      app::check_outputs_are_distinct({{trace_file, "the scenario it reads"}}, {{trace_out, "--out"}});
       app::check_output_file(trace_out, "--out");
       app::ScenarioSpec spec = load_run_scenario(trace_file, app::parse_command_line_sets("--set", trace_sets));
       const auto dots = trace_window.find("..");
@@ -444,6 +459,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*bench) {
+      std::vector<app::PathArg> inputs;
+      for (const auto& f : app::bench_scenario_files()) inputs.push_back({f, "a scenario it measures"});
+      app::check_outputs_are_distinct(inputs, {{bench_json, "--json"}});
       if (!bench_json.empty()) app::check_output_file(bench_json, "--json");
       const auto j = app::run_bench(bo, std::cout);
       if (!bench_json.empty()) app::write_atomically(bench_json, j.dump(2) + "\n");

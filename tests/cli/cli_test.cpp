@@ -230,6 +230,57 @@ TEST(Cli, TraceWindowIsExactlyFromDotDotTo) {
   EXPECT_NE(ok.output.find(" events in [0.5ms..1.5ms]"), std::string::npos) << ok.output;
 }
 
+// An output naming the file the command reads replaced the scenario with its results, and two
+// outputs naming one file kept only the last; both are refused before any work, however the
+// name is spelt (./, .., a symbolic or a hard link). "-" (stdout) may be given twice.
+TEST(Cli, OutputThatIsAnInputOrAnotherOutputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("same-file");
+  fs::create_directories(dir / "sub");
+  const std::string f = (dir / "scenario.yaml").string();
+  { std::ofstream(f) << kGood; }
+  fs::create_symlink("scenario.yaml", dir / "link.yaml");
+  fs::create_hard_link(f, dir / "hard.yaml");
+  const std::string d = dir.string(), rep = fresh_dir("same-file-rep");
+  // bench reads configs/bench/ through the search path; a copy first on it keeps a regression from
+  // overwriting the shipped file.
+  const char* root = std::getenv("VCPUSIM_SOURCE_ROOT");
+  ASSERT_NE(root, nullptr);
+  fs::create_directories(dir / "configs" / "bench");
+  const std::string bench_input = d + "/configs/bench/epyc-large.yaml";
+  fs::copy_file(std::string(root) + "/configs/bench/epyc-large.yaml", bench_input);
+  const std::string records = d + "/records.png";  // a records file a figure could be named after
+  { std::ofstream(records) << "{}\n"; }
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --json " + f, "--json: '" + f + "' is the scenario it reads: the results would overwrite it"},
+      {"run " + f + " --csv " + d + "/sub/../scenario.yaml", "--csv: '" + d + "/sub/../scenario.yaml' is the scenario it reads ("},
+      {"run " + f + " --json " + d + "/link.yaml", "--json: '" + d + "/link.yaml' is the scenario it reads ("},
+      {"run " + d + "/link.yaml --json " + d + "/hard.yaml", "--json: '" + d + "/hard.yaml' is the scenario it reads ("},
+      {"run " + f + " --json " + d + "/r.out --csv " + d + "/./r.out",
+       "--csv: '" + d + "/./r.out' is --json's file too (" + d + "/r.out); each output needs its own"},
+      {"trace " + f + " --out " + d + "/link.yaml", "--out: '" + d + "/link.yaml' is the scenario it reads ("},
+      {"reproduce smt-corun-sysbench --out " + rep + " --json " + rep + "/records.jsonl",
+       "--json: '" + rep + "/records.jsonl' is the records it reads"},
+      {"reproduce smt-corun-sysbench --out " + rep + " --json " + d + "/fig.png --plot " + d + "/fig.png",
+       "--plot: '" + d + "/fig.png' is --json's file too"},
+      {"plot " + records + " --x a --y b --out " + records, "--out: '" + records + "' is the records it reads"},
+      {"bench --quick --json " + bench_input, "--json: '" + bench_input + "' is a scenario it measures"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = shell("VCPUSIM_CONFIG_DIR=" + d + "/configs timeout 120 " + binary() + " " + b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find("<command line>: " + b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+  std::ifstream in(f);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), kGood);  // the scenario is intact
+  EXPECT_FALSE(fs::exists(dir / "r.out"));
+  EXPECT_FALSE(fs::exists(rep));  // refused before the sweep made its directory
+  const Outcome both = run("run " + f + " --duration 20ms --json - --csv -");
+  EXPECT_EQ(both.status, 0) << both.output;
+}
+
 // run and trace take --set as sweep and reproduce do. A bad value is the option's error, not a
 // line of the file: YAML::Load's marks once placed it at the scenario file's 1:1, and a value
 // that is not YAML made `reproduce --set` exit 1 with yaml-cpp's own message.
