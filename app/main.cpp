@@ -176,9 +176,8 @@ CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
 const CLI::Validator kNonEmpty(
     [](const std::string& v) -> std::string { return v.empty() ? std::string("is empty") : std::string(); }, "NONEMPTY");
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line's work; main() adds the check of standard output.
+int run_command_line(int argc, char** argv) {
   CLI::App cli{"vcpusim: a discrete-event model of hypervisor vCPU scheduling (Xen credit2-like and KVM/CFS hosts,\n"
                "NUMA and SMT topologies, guest workloads). Exit status: 0 ok, 2 bad input, 3 model invariant violated."};
   cli.set_version_flag("--version", std::string("vcpusim ") + VCPUSIM_VERSION + " (" + VCPUSIM_BUILD + ")");
@@ -478,4 +477,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rc = run_command_line(argc, argv);
+  // Results written to a full disk were lost without a word (exit 0). std::cout writes through
+  // C's stdout, whose buffer reaches the file, and fails, only when flushed: here, at the latest.
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (failed && rc == 0) {  // otherwise the error already reported is the one that counts
+    std::cerr << "vcpusim: error: writing standard output failed\n";
+    return 1;
+  }
+  return rc;
 }

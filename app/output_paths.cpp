@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <stdexcept>
 
 #include "app/config_error.h"
 
@@ -121,8 +122,9 @@ void ensure_output_dir(const std::string& dir, const std::string& option) {
 
 void write_atomically(const std::string& path, const std::string& text) {
   if (path == "-") {
-    std::cout << text;
-    std::cout.flush();
+    // Results sent to a full disk were lost without a word (exit 0); stop at the first such
+    // repetition rather than run the rest for nothing.
+    if (!(std::cout << text).flush()) throw std::runtime_error("writing standard output failed");
     return;
   }
   const fs::path file = written_file(path), tmp = temp_beside(file);

@@ -38,6 +38,7 @@ void ensure_output_dir(const std::string& dir, const std::string& option);
 /// Writes `text` to `path` ("-": stdout) through a temporary file beside it (`path`.tmp) and a
 /// rename, so a reader never sees half a file; the temporary file does not survive a failure. A
 /// symbolic link stays a link: the file it points at is the one replaced.
+/// A failed write to stdout (a full disk) is a std::runtime_error, "writing standard output failed".
 void write_atomically(const std::string& path, const std::string& text);
 
 }  // namespace vcpusim::app

@@ -281,6 +281,27 @@ TEST(Cli, OutputThatIsAnInputOrAnotherOutputIsRefused) {
   EXPECT_EQ(both.status, 0) << both.output;
 }
 
+// Results written to a full disk were lost without a word (exit 0), the table and `--json -`
+// alike. Now that is exit 1 with a message; stdout that takes the output, or is never written,
+// gives no such error.
+TEST(Cli, FailedWriteToStandardOutputIsExitOne) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const std::string f = write_temp("stdout.yaml", kGood);
+  for (const std::string& args : {"run " + f, "run " + f + " --json - --quiet", "run " + f + " --csv - --quiet --repetitions 2",
+                                 std::string("run --list"), std::string("--help")}) {
+    // The group keeps stderr on the pipe while stdout goes to the full device.
+    const Outcome full = shell("{ timeout 120 " + binary() + " " + args + " > /dev/full; }");
+    EXPECT_EQ(full.status, 1) << args << ": " << full.output;
+    EXPECT_NE(full.output.find("vcpusim: error: writing standard output failed"), std::string::npos) << args << ": "
+                                                                                                     << full.output;
+    const Outcome null = shell("{ timeout 120 " + binary() + " " + args + " > /dev/null; }");
+    EXPECT_EQ(null.status, 0) << args << ": " << null.output;
+    EXPECT_EQ(null.output.find("writing standard output"), std::string::npos) << args << ": " << null.output;
+  }
+  const Outcome quiet = shell("{ timeout 120 " + binary() + " run " + f + " --quiet > /dev/full; }");
+  EXPECT_EQ(quiet.status, 0) << quiet.output;  // nothing was written to stdout, so nothing failed
+}
+
 // run and trace take --set as sweep and reproduce do. A bad value is the option's error, not a
 // line of the file: YAML::Load's marks once placed it at the scenario file's 1:1, and a value
 // that is not YAML made `reproduce --set` exit 1 with yaml-cpp's own message.
