@@ -171,6 +171,16 @@ CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
       std::to_string(lo) + " to " + std::to_string(hi));
 }
 
+// A count that must not be 0 where leaving the flag out already means "no limit": --max-records 0
+// ran the whole sweep. Checked after whole_number(), so the value is an integer.
+const CLI::Validator kAtLeastOne(
+    [](const std::string& v) -> std::string {
+      std::int64_t x = 0;
+      std::from_chars(v.data(), v.data() + v.size(), x);
+      return x < 1 ? std::string("must be at least 1") : std::string();
+    },
+    "AT LEAST 1");
+
 // A flag whose value may not be empty: CLI11 takes --json '' as given-but-empty, which the code
 // then read as not given (it wrote nothing, rc 0).
 const CLI::Validator kNonEmpty(
@@ -230,10 +240,12 @@ int run_command_line(int argc, char** argv) {
   sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required()->check(kNonEmpty);
   sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value");
   sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)")
-      ->check(whole_number("a record count"));  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
+      ->check(whole_number("a record count"))  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
+      ->check(kAtLeastOne);
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
   std::string shard;
-  sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge");
+  sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge")
+      ->check(kNonEmpty);  // '' was read as no --shard: the whole sweep ran
   bool use_mpi = false;
   sweep->add_flag("--mpi", use_mpi, "spread the sweep over the ranks of an MPI job (mpirun -n R vcpusim sweep ... --mpi); "
                                     "rank 0 writes the records");

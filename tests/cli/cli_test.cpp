@@ -773,3 +773,19 @@ TEST(CliShard, MergeReportsMissingDuplicateAndForeignRecords) {
   EXPECT_EQ(foreign.status, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("different scenario"), std::string::npos) << foreign.output;
 }
+
+// --shard '' was read as no --shard and ran the whole sweep, as --max-records 0 did (0 is the
+// runner's "no limit", which leaving the flag out says): both are exit 2 before any run.
+TEST(CliShard, EmptyShardAndZeroMaxRecordsAreRefused) {
+  const std::string f = write_temp("shard-empty.yaml", kSweep);
+  const struct {
+    std::string flag, message;
+  } bad[] = {{"--shard ''", "--shard: is empty"}, {"--max-records 0", "--max-records: must be at least 1"}};
+  for (const auto& b : bad) {
+    const std::string d = fresh_dir("shard-empty");
+    const Outcome o = run("sweep " + f + " --out " + d + " " + b.flag);
+    EXPECT_EQ(o.status, 2) << b.flag << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.flag << ": " << o.output;
+    EXPECT_FALSE(std::filesystem::exists(d + "/records.jsonl")) << b.flag;
+  }
+}
