@@ -19,6 +19,17 @@
 namespace vcpusim::app {
 namespace {
 
+// The shipped scenarios measured beside the default one: label, and file under configs/.
+struct BenchScenario {
+  const char* label;
+  const char* file;
+};
+constexpr BenchScenario kBenchScenarios[] = {
+    {"epyc-2s-64c rr 256 vCPUs", "bench/epyc-large.yaml"},
+    {"epyc-2s-64c credit2 512 vCPUs", "bench/epyc-credit2-4x.yaml"},
+    {"epyc-2s-64c cfs groups 512 vCPUs", "bench/epyc-cfs-groups-4x.yaml"},
+};
+
 double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
   const std::size_t n = xs.size();
@@ -63,6 +74,13 @@ double sweep_points_per_sec(int n) {
 
 }  // namespace
 
+std::vector<std::string> bench_scenario_files() {
+  std::vector<std::string> files;
+  for (const auto& b : kBenchScenarios)
+    if (std::string path = find_config(b.file); !path.empty()) files.push_back(std::move(path));
+  return files;
+}
+
 nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
   using nlohmann::json;
   json out;
@@ -91,15 +109,11 @@ nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
   struct Case { std::string label; ScenarioSpec spec; };
   std::vector<Case> cases;
   cases.push_back({"default", load_default_scenario()});
-  const std::string large = find_config("bench/epyc-large.yaml");
-  if (large.empty()) throw std::runtime_error("bench: configs/bench/epyc-large.yaml not found");
-  cases.push_back({"epyc-2s-64c rr 256 vCPUs", load_scenario_file(large)});
-  const std::string c2 = find_config("bench/epyc-credit2-4x.yaml");
-  if (c2.empty()) throw std::runtime_error("bench: configs/bench/epyc-credit2-4x.yaml not found");
-  cases.push_back({"epyc-2s-64c credit2 512 vCPUs", load_scenario_file(c2)});
-  const std::string cg = find_config("bench/epyc-cfs-groups-4x.yaml");
-  if (cg.empty()) throw std::runtime_error("bench: configs/bench/epyc-cfs-groups-4x.yaml not found");
-  cases.push_back({"epyc-2s-64c cfs groups 512 vCPUs", load_scenario_file(cg)});
+  for (const auto& b : kBenchScenarios) {
+    const std::string path = find_config(b.file);
+    if (path.empty()) throw std::runtime_error(std::string("bench: configs/") + b.file + " not found");
+    cases.push_back({b.label, load_scenario_file(path)});
+  }
   for (auto& c : cases) {
     if (o.quick) {
       c.spec.duration = sim::ms(500);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,5 +18,8 @@ struct BenchOptions {
 };
 
 nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress);
+
+/// The shipped scenario files run_bench() reads (those that exist), which its --json may not name.
+std::vector<std::string> bench_scenario_files();
 
 }  // namespace vcpusim::app

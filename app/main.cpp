@@ -88,13 +88,21 @@ app::ScenarioSpec load_run_scenario(const std::string& file, const std::vector<a
 int cmd_run(const std::string& file, const std::vector<std::string>& sets, const std::optional<std::uint64_t>& seed,
             const std::string& duration, const std::optional<std::uint32_t>& reps, const std::string& json_path,
             const std::string& csv_path, bool quiet) {
+  app::check_outputs_are_distinct({{file, "the scenario it reads"}}, {{json_path, "--json"}, {csv_path, "--csv"}});
   if (!json_path.empty()) app::check_output_file(json_path, "--json");
   if (!csv_path.empty()) app::check_output_file(csv_path, "--csv");
+  std::optional<sim::Duration> d;
+  if (!duration.empty()) {
+    d = app::parse_duration(duration);
+    if (!d) throw app::ConfigError("<command line>", 0, 0, "--duration", "'" + duration + "' is not a positive duration such as 10s");
+    // The bounds and the message of the file's duration: (a flag without them started a 31-year run).
+    if (*d < app::kMinRunDuration || *d > app::kMaxRunDuration)
+      throw app::ConfigError("<command line>", 0, 0, "--duration",
+                             app::duration_out_of_range(duration, app::kMinRunDuration, app::kMaxRunDuration));
+  }
   app::ScenarioSpec spec = load_run_scenario(file, app::parse_command_line_sets("--set", sets));
   if (seed) spec.seed = *seed;
-  if (!duration.empty()) {
-    auto d = app::parse_duration(duration);
-    if (!d || *d <= 0) throw app::ConfigError("<command line>", 0, 0, "--duration", "'" + duration + "' is not a positive duration such as 10s");
+  if (d) {
     if (*d <= spec.warmup) throw app::ConfigError("<command line>", 0, 0, "--duration", "must be longer than the scenario's warm-up");
     spec.duration = *d;
   }
@@ -114,10 +122,15 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
   return 0;
 }
 
+// The records file a DIR argument names: DIR/records.jsonl, or the file itself.
+std::string records_path(const std::string& d) {
+  return std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+}
+
 std::vector<nlohmann::json> records_of(const std::vector<std::string>& dirs) {
   std::vector<nlohmann::json> all;
   for (const auto& d : dirs) {
-    const std::string path = std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+    const std::string path = records_path(d);
     if (!std::filesystem::exists(path)) throw app::ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
     for (auto& r : app::read_records(path)) all.push_back(std::move(r));
   }
@@ -144,14 +157,37 @@ CLI::Validator whole_number(const std::string& what) {
       "0 to 2^63 - 1");
 }
 
+// An integer flag that overrides a scenario field: the field's bounds and its message, so the
+// flag refuses what the file refuses (CLI11's Range took 100000 repetitions, the file 10000).
+CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](const std::string& v) -> std::string {
+        std::int64_t x = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec != std::errc() || end != v.data() + v.size())
+          return "'" + v + "' is not an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+        return x < lo || x > hi ? app::out_of_range(x, lo, hi) : std::string();
+      },
+      std::to_string(lo) + " to " + std::to_string(hi));
+}
+
+// A count that must not be 0 where leaving the flag out already means "no limit": --max-records 0
+// ran the whole sweep. Checked after whole_number(), so the value is an integer.
+const CLI::Validator kAtLeastOne(
+    [](const std::string& v) -> std::string {
+      std::int64_t x = 0;
+      std::from_chars(v.data(), v.data() + v.size(), x);
+      return x < 1 ? std::string("must be at least 1") : std::string();
+    },
+    "AT LEAST 1");
+
 // A flag whose value may not be empty: CLI11 takes --json '' as given-but-empty, which the code
 // then read as not given (it wrote nothing, rc 0).
 const CLI::Validator kNonEmpty(
     [](const std::string& v) -> std::string { return v.empty() ? std::string("is empty") : std::string(); }, "NONEMPTY");
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line's work; main() adds the check of standard output.
+int run_command_line(int argc, char** argv) {
   CLI::App cli{"vcpusim: a discrete-event model of hypervisor vCPU scheduling (Xen credit2-like and KVM/CFS hosts,\n"
                "NUMA and SMT topologies, guest workloads). Exit status: 0 ok, 2 bad input, 3 model invariant violated."};
   cli.set_version_flag("--version", std::string("vcpusim ") + VCPUSIM_VERSION + " (" + VCPUSIM_BUILD + ")");
@@ -171,7 +207,8 @@ int main(int argc, char** argv) {
   const CLI::Validator seed_range = whole_number("a seed");
   run->add_option("--seed", seed, "master seed (overrides the scenario's seed:)")->check(seed_range);
   run->add_option("--duration", duration, "simulated time, e.g. 10s or 500ms (overrides duration:)")->check(kNonEmpty);
-  run->add_option("--repetitions", reps, "number of seeds to run (overrides repetitions:)")->check(CLI::Range(1, 100000));
+  run->add_option("--repetitions", reps, "number of seeds to run (overrides repetitions:)")
+      ->check(field_range(1, app::kMaxRepetitions));
   run->add_option("--json", json_path, "write results as JSON to FILE ('-': stdout); rewritten after each repetition")->check(kNonEmpty);
   run->add_option("--csv", csv_path, "write one CSV row per domain and repetition to FILE ('-': stdout)")->check(kNonEmpty);
   run->add_flag("--quiet", quiet, "print no table");
@@ -203,10 +240,12 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required()->check(kNonEmpty);
   sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value");
   sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)")
-      ->check(whole_number("a record count"));  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
+      ->check(whole_number("a record count"))  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
+      ->check(kAtLeastOne);
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
   std::string shard;
-  sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge");
+  sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge")
+      ->check(kNonEmpty);  // '' was read as no --shard: the whole sweep ran
   bool use_mpi = false;
   sweep->add_flag("--mpi", use_mpi, "spread the sweep over the ranks of an MPI job (mpirun -n R vcpusim sweep ... --mpi); "
                                     "rank 0 writes the records");
@@ -318,6 +357,9 @@ int main(int argc, char** argv) {
         po.out = ((std::filesystem::is_directory(plot_dirs.front()) ? std::filesystem::path(plot_dirs.front())
                                                                     : std::filesystem::path(plot_dirs.front()).parent_path()) /
                   "plot.png").string();
+      std::vector<app::PathArg> inputs;
+      for (const auto& d : plot_dirs) inputs.push_back({records_path(d), "the records it reads"});
+      app::check_outputs_are_distinct(inputs, {{po.out, "--out"}});
       app::check_figure_path(po.out, "--out");
       app::plot_records(records_of(plot_dirs), po);
       std::cerr << "plot: " << po.out << "\n";
@@ -357,15 +399,20 @@ int main(int argc, char** argv) {
       }
       app::Reproduction r = app::load_reproduction(repro_name, app::parse_command_line_sets("--set", repro_sets), row_sets);
       app::select_rows(r, repro_rows);
+      // The default directory is per build and per scenario document, so a rebuilt vcpusim or
+      // other --set values start afresh (and keep the earlier records) instead of being refused.
+      const std::string dir =
+          !repro_from.empty() ? repro_from
+          : repro_out.empty() ? "vcpusim-reproduce/" + r.name + "/" + VCPUSIM_BUILD + "-" + r.plan.scenario_hash.substr(0, 8)
+                              : repro_out;
       // Every output is checked before the runs, not after them.
+      const std::string records_file =
+          repro_from.empty() ? (std::filesystem::path(dir) / "records.jsonl").string() : records_path(dir);
+      app::check_outputs_are_distinct({{r.file, "the reproduction it reads"}, {records_file, "the records it reads"}},
+                                      {{repro_json, "--json"}, {repro_plot, "--plot"}});
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");
       if (!repro_json.empty()) app::check_output_file(repro_json, "--json");
-      std::string dir = repro_from;
-      if (dir.empty()) {
-        // The default directory is per build and per scenario document, so a rebuilt vcpusim or
-        // other --set values start afresh (and keep the earlier records) instead of being refused.
-        dir = repro_out.empty() ? "vcpusim-reproduce/" + r.name + "/" + VCPUSIM_BUILD + "-" + r.plan.scenario_hash.substr(0, 8)
-                                : repro_out;
+      if (repro_from.empty()) {
         app::ensure_output_dir(dir, "--out");
         app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
         if (!repro_rows.empty()) so.only = [&r](const app::SweepRun& run) { return app::runs_published_row(r, run); };
@@ -395,11 +442,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*trace) {
+      app::check_outputs_are_distinct({{trace_file, "the scenario it reads"}}, {{trace_out, "--out"}});
       app::check_output_file(trace_out, "--out");
       app::ScenarioSpec spec = load_run_scenario(trace_file, app::parse_command_line_sets("--set", trace_sets));
       const auto dots = trace_window.find("..");
       std::optional<sim::Duration> from, to;
-      if (dots != std::string::npos) {
+      // Exactly one "..": '0s...10ms' was read as 0s and '.10ms', a 0.1 ms window.
+      if (dots != std::string::npos && trace_window.find("..", dots + 1) == std::string::npos) {
         from = app::parse_duration(trace_window.substr(0, dots));
         to = app::parse_duration(trace_window.substr(dots + 2));
       }
@@ -421,6 +470,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*bench) {
+      std::vector<app::PathArg> inputs;
+      for (const auto& f : app::bench_scenario_files()) inputs.push_back({f, "a scenario it measures"});
+      app::check_outputs_are_distinct(inputs, {{bench_json, "--json"}});
       if (!bench_json.empty()) app::check_output_file(bench_json, "--json");
       const auto j = app::run_bench(bo, std::cout);
       if (!bench_json.empty()) app::write_atomically(bench_json, j.dump(2) + "\n");
@@ -437,4 +489,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rc = run_command_line(argc, argv);
+  // Results written to a full disk were lost without a word (exit 0). std::cout writes through
+  // C's stdout, whose buffer reaches the file, and fails, only when flushed: here, at the latest.
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (failed && rc == 0) {  // otherwise the error already reported is the one that counts
+    std::cerr << "vcpusim: error: writing standard output failed\n";
+    return 1;
+  }
+  return rc;
 }

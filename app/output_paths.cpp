@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <stdexcept>
 
 #include "app/config_error.h"
 
@@ -44,7 +45,51 @@ fs::path temp_beside(const fs::path& file) {
   return file.parent_path() / (name.substr(0, 200) + "." + hash + ".tmp");
 }
 
+/// `p` made absolute, with `.`, `..` and the symbolic links of its existing part resolved; `p`
+/// itself, normalised, when the file system cannot say (a removed working directory).
+fs::path resolved(const fs::path& p) {
+  std::error_code ec;
+  const fs::path a = fs::absolute(p, ec);
+  if (ec) return p.lexically_normal();
+  const fs::path c = fs::weakly_canonical(a, ec);
+  return ec ? a.lexically_normal() : c;
+}
+
+/// Whether names `a` and `b` lead to one file: the same inode when both exist (hard links and bind
+/// mounts too), else the same resolved path, so that two outputs not yet written can clash.
+bool same_file(const std::string& a, const std::string& b) {
+  const fs::path fa = written_file(a), fb = written_file(b);
+  std::error_code ea, eb;
+  const bool a_exists = fs::exists(fa, ea), b_exists = fs::exists(fb, eb);
+  if (a_exists && b_exists) {
+    const bool same = fs::equivalent(fa, fb, ea);
+    if (!ea) return same;
+  } else if (a_exists != b_exists) {
+    return false;
+  }
+  return resolved(fa) == resolved(fb);
+}
+
 }  // namespace
+
+void check_outputs_are_distinct(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs) {
+  auto named = [](const PathArg& p, const PathArg& other) {
+    return p.path == other.path ? std::string() : " (" + p.path + ")";
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const PathArg& o = outputs[i];
+    if (o.path.empty() || o.path == "-") continue;
+    for (const PathArg& in : inputs)
+      if (!in.path.empty() && in.path != "-" && same_file(o.path, in.path))
+        throw ConfigError("<command line>", 0, 0, o.what,
+                          "'" + o.path + "' is " + in.what + named(in, o) + ": the results would overwrite it");
+    for (std::size_t j = 0; j < i; ++j)
+      if (outputs[j].path != "-" && !outputs[j].path.empty() && same_file(o.path, outputs[j].path))
+        throw ConfigError("<command line>", 0, 0, o.what,
+                          "'" + o.path + "' is " + outputs[j].what + "'s file too" + named(outputs[j], o) +
+                              "; each output needs its own");
+  }
+}
 
 void check_output_file(const std::string& path, const std::string& option) {
   if (path == "-") return;
@@ -77,8 +122,9 @@ void ensure_output_dir(const std::string& dir, const std::string& option) {
 
 void write_atomically(const std::string& path, const std::string& text) {
   if (path == "-") {
-    std::cout << text;
-    std::cout.flush();
+    // Results sent to a full disk were lost without a word (exit 0); stop at the first such
+    // repetition rather than run the rest for nothing.
+    if (!(std::cout << text).flush()) throw std::runtime_error("writing standard output failed");
     return;
   }
   const fs::path file = written_file(path), tmp = temp_beside(file);

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // This file defines the checks of output paths given on the command line (--json, --csv, --out,
-// --plot): made before any work, so that a path that cannot be written is a bad-input error
-// (exit 2) naming the option, not an uncaught filesystem error after a sweep has run, and
+// --plot): made before any work, so that a path that cannot be written, or one that would
+// overwrite the scenario being read or another output, is a bad-input error (exit 2) naming the
+// option, not an uncaught filesystem error after a sweep has run or a lost input; and
 // write_atomically(), how every result file is written so that an interrupted run leaves the
 // previous file whole.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace vcpusim::app {
 
@@ -15,6 +17,20 @@ namespace vcpusim::app {
 /// command line naming the option otherwise.
 void check_output_file(const std::string& path, const std::string& option);
 
+/// A file a command reads or writes, and what it is: for an output its option ("--json"), for an
+/// input a phrase for the message ("the scenario it reads").
+struct PathArg {
+  std::string path;
+  std::string what;
+};
+
+/// Refuses an output that is one of the command's inputs (the results would replace the scenario
+/// being read) or the same file as an earlier output (one would silently replace the other): a
+/// ConfigError on the command line naming the output's option. Two names are the same file when
+/// they lead to one (symbolic links, hard links, `./`, `..` all count); "-" (stdout) and empty
+/// paths are left to the other checks.
+void check_outputs_are_distinct(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs);
+
 /// Creates directory `dir` (given to `option`) if it is missing; a ConfigError naming the option
 /// if it cannot be, or if it is a file.
 void ensure_output_dir(const std::string& dir, const std::string& option);
@@ -22,6 +38,7 @@ void ensure_output_dir(const std::string& dir, const std::string& option);
 /// Writes `text` to `path` ("-": stdout) through a temporary file beside it (`path`.tmp) and a
 /// rename, so a reader never sees half a file; the temporary file does not survive a failure. A
 /// symbolic link stays a link: the file it points at is the one replaced.
+/// A failed write to stdout (a full disk) is a std::runtime_error, "writing standard output failed".
 void write_atomically(const std::string& path, const std::string& text);
 
 }  // namespace vcpusim::app

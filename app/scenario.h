@@ -40,6 +40,14 @@ struct GroupSpec {
   std::vector<hv::DomainSpec> instances;  ///< resolved: names, affinities, memory per node
 };
 
+/// The bounds of a scenario's `duration:` (and `warmup:`, and a program's phases) and
+/// `repetitions:`. The command line's --duration, --repetitions and --set take the same ones, so
+/// a value refused in the file is never let through another way (an unbounded --duration started
+/// a 31-year run that never ended).
+inline constexpr sim::Duration kMinRunDuration = sim::us(1);
+inline constexpr sim::Duration kMaxRunDuration = sim::seconds(100000);
+inline constexpr std::int64_t kMaxRepetitions = 10000;
+
 struct ScenarioSpec {
   std::string name;
   std::string file;                  ///< where it was read from ("<built-in>" for the default)

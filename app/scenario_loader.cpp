@@ -18,7 +18,6 @@
 namespace vcpusim::app {
 namespace {
 
-constexpr sim::Duration kMaxDuration = sim::seconds(100000);
 /// The most vCPUs and bare-metal tasks one scenario may hold (a bound on memory and set-up time;
 /// the largest shipped host, epyc-2s-64c at 4x, has 512).
 constexpr std::uint32_t kMaxEntities = 1'000'000;
@@ -97,7 +96,7 @@ guest::Phase read_phase(const YamlReader& r) {
   ph.compute = c;
   if (c) {
     r.only({"compute", "profile", "mem_intensity", "dist"});
-    ph.mean_ns = static_cast<double>(r.get_duration("compute", 0, 0, kMaxDuration));
+    ph.mean_ns = static_cast<double>(r.get_duration("compute", 0, 0, kMaxRunDuration));
     // A step is an event: a 1 ns step made a 10 s run 10^10 events (hours). 1 us is sysbench's
     // event floor too; 0 (no work) stays allowed, for a phase a sweep switches off.
     if (ph.mean_ns > 0 && ph.mean_ns < kMinComputeNs)
@@ -107,7 +106,7 @@ guest::Phase read_phase(const YamlReader& r) {
     ph.mem_intensity = r.get_double("mem_intensity", ph.profile == hv::Profile::kMemory ? 0.8 : 0.0, 0.0, 1.0);
   } else {
     r.only({"block", "dist"});
-    ph.mean_ns = static_cast<double>(r.get_duration("block", 0, 0, kMaxDuration));
+    ph.mean_ns = static_cast<double>(r.get_duration("block", 0, 0, kMaxRunDuration));
   }
   const std::string d = r.get_enum("dist", "const", {"const", "exp", "uniform"});
   ph.dist = d == "exp" ? guest::Phase::Dist::kExp : d == "uniform" ? guest::Phase::Dist::kUniform : guest::Phase::Dist::kConst;
@@ -533,10 +532,10 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   if (s.name.find_first_not_of(" \t") == std::string::npos)
     root.at("name").fail("a scenario's name is not blank (it names the records and reports)");
   s.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
-  s.duration = root.get_duration("duration", sim::seconds(10), sim::us(1), kMaxDuration);
-  s.warmup = root.get_duration("warmup", 0, 0, kMaxDuration);
+  s.duration = root.get_duration("duration", sim::seconds(10), kMinRunDuration, kMaxRunDuration);
+  s.warmup = root.get_duration("warmup", 0, 0, kMaxRunDuration);
   if (s.warmup >= s.duration) root.at("warmup").fail("warm-up must be shorter than the duration");
-  s.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, 10000));
+  s.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, kMaxRepetitions));
   s.host.warmup = s.warmup;
 
   if (!root.has("topology")) root.fail("missing required key 'topology' (a preset name, a file, or a mapping)");

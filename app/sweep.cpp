@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "app/scenario.h"
 #include "sim/rng.h"
 
 namespace vcpusim::app {
@@ -309,7 +310,7 @@ SweepPlan expand_sweep(const YamlReader& root) {
   plan.file = root.file();
   plan.name = root.get_string("name", "");
   plan.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
-  plan.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, 10000));
+  plan.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, kMaxRepetitions));
   {
     YAML::Emitter e;
     e << root.node();

@@ -98,6 +98,14 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
+std::string out_of_range(std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  return std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
+std::string duration_out_of_range(std::string_view text, sim::Duration lo, sim::Duration hi) {
+  return "'" + std::string(text) + "' is out of range [" + std::to_string(lo) + "ns, " + std::to_string(hi) + "ns]";
+}
+
 YamlReader YamlReader::load_file(const std::string& path) {
   // Only a regular file of sane size: /dev/zero was read until memory ran out, /dev/urandom
   // forever. (A pipe such as <(cat f.yaml) is a FIFO, read as it is: it ends.)
@@ -417,8 +425,7 @@ std::int64_t YamlReader::get_int(std::string_view key, std::int64_t def, std::in
   if (!has(key)) return def;
   YamlReader r = at(key);
   std::int64_t v = r.as_int();
-  if (v < lo || v > hi)
-    r.fail(std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (v < lo || v > hi) r.fail(out_of_range(v, lo, hi));
   return v;
 }
 
@@ -431,9 +438,7 @@ sim::Duration YamlReader::get_duration(std::string_view key, sim::Duration def, 
   if (!has(key)) return def;
   YamlReader r = at(key);
   sim::Duration v = r.as_duration();
-  if (v < lo || v > hi)
-    r.fail("'" + r.node().Scalar() + "' is out of range [" + std::to_string(lo) + "ns, " +
-           std::to_string(hi) + "ns]");
+  if (v < lo || v > hi) r.fail(duration_out_of_range(r.node().Scalar(), lo, hi));
   return v;
 }
 

@@ -100,4 +100,10 @@ std::optional<sim::Duration> parse_duration(std::string_view text);
 /// Parses a byte size such as "1GiB"; nullopt if malformed.
 std::optional<std::uint64_t> parse_bytes(std::string_view text);
 
+/// What a value outside its bounds is told, in a file and on the command line alike:
+/// "V is out of range [LO, HI]" for an integer, "'TEXT' is out of range [LOns, HIns]" for a
+/// duration (TEXT as written).
+std::string out_of_range(std::int64_t v, std::int64_t lo, std::int64_t hi);
+std::string duration_out_of_range(std::string_view text, sim::Duration lo, sim::Duration hi);
+
 }  // namespace vcpusim::app

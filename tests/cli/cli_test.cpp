@@ -179,6 +179,129 @@ TEST(Cli, BadArgumentsAreExitTwo) {
   EXPECT_EQ(run("").status, 2);
 }
 
+// --duration took any length (1000000000s started a 31-year run) where the file's duration:, and
+// --set duration=, take [1 us, 100000 s]: the flag refuses what the field refuses, in its words.
+TEST(Cli, DurationFlagIsRangeCheckedLikeTheFile) {
+  const std::string f = write_temp("dur-flag.yaml", kGood);
+  for (const std::string d : {"1000000000s", "100001s", "999ns", "0s", "-1s"}) {
+    const std::string range = "'" + d + "' is out of range [1000ns, 100000000000000ns]";
+    const Outcome flag = run("run " + f + " --duration " + d);
+    EXPECT_EQ(flag.status, 2) << d << ": " << flag.output;
+    EXPECT_NE(flag.output.find("<command line>: --duration: " + range), std::string::npos) << flag.output;
+    const Outcome file = run("run " + write_temp("dur-file.yaml", with("duration: 200ms", "duration: " + d)));
+    EXPECT_EQ(file.status, 2) << d << ": " << file.output;
+    EXPECT_NE(file.output.find(":2:11: duration: " + range), std::string::npos) << file.output;
+  }
+  EXPECT_EQ(run("run " + f + " --duration 1us").status, 0);  // the lower bound itself runs
+}
+
+// --repetitions took 1 to 100000 where the file's repetitions: takes 1 to 10000 (one constant,
+// app::kMaxRepetitions, bounds both now).
+TEST(Cli, RepetitionsFlagHasTheBoundOfTheFilesField) {
+  const std::string f = write_temp("reps-flag.yaml", kGood);
+  for (const std::string n : {"10001", "100000", "0"}) {
+    const Outcome flag = run("run " + f + " --duration 1ms --repetitions " + n);
+    EXPECT_EQ(flag.status, 2) << n << ": " << flag.output;
+    EXPECT_NE(flag.output.find("--repetitions: " + n + " is out of range [1, 10000]"), std::string::npos) << flag.output;
+    const Outcome file = run("run " + write_temp("reps-file.yaml", "repetitions: " + n + "\n" + kGood));
+    EXPECT_EQ(file.status, 2) << n << ": " << file.output;
+    EXPECT_NE(file.output.find(":1:14: repetitions: " + n + " is out of range [1, 10000]"), std::string::npos)
+        << file.output;
+  }
+  const Outcome word = run("run " + f + " --repetitions ten");
+  EXPECT_EQ(word.status, 2) << word.output;
+  EXPECT_NE(word.output.find("--repetitions: 'ten' is not an integer from 1 to 10000"), std::string::npos) << word.output;
+}
+
+// A trace window is FROM..TO with exactly one "..": '0s...10ms' was taken, as 0s to '.10ms', a
+// 0.1 ms window. Decimal points on either side are still durations.
+TEST(Cli, TraceWindowIsExactlyFromDotDotTo) {
+  const std::string f = write_temp("window.yaml", kGood), dir = fresh_dir("window");
+  std::filesystem::create_directories(dir);
+  for (const std::string w : {"0s...10ms", "0s....10ms", "1...2ms", "0s..10ms..20ms", "0s..10ms..", "..10ms"}) {
+    const Outcome o = run("trace " + f + " --window '" + w + "' --out " + dir + "/bad.json");
+    EXPECT_EQ(o.status, 2) << w << ": " << o.output;
+    EXPECT_NE(o.output.find("<command line>: --window: '" + w + "' is not FROM..TO such as 0s..200ms"), std::string::npos)
+        << o.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
+  const Outcome ok = run("trace " + f + " --window 0.5ms..1.5ms --out " + dir + "/ok.json");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find(" events in [0.5ms..1.5ms]"), std::string::npos) << ok.output;
+}
+
+// An output naming the file the command reads replaced the scenario with its results, and two
+// outputs naming one file kept only the last; both are refused before any work, however the
+// name is spelt (./, .., a symbolic or a hard link). "-" (stdout) may be given twice.
+TEST(Cli, OutputThatIsAnInputOrAnotherOutputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("same-file");
+  fs::create_directories(dir / "sub");
+  const std::string f = (dir / "scenario.yaml").string();
+  { std::ofstream(f) << kGood; }
+  fs::create_symlink("scenario.yaml", dir / "link.yaml");
+  fs::create_hard_link(f, dir / "hard.yaml");
+  const std::string d = dir.string(), rep = fresh_dir("same-file-rep");
+  // bench reads configs/bench/ through the search path; a copy first on it keeps a regression from
+  // overwriting the shipped file.
+  const char* root = std::getenv("VCPUSIM_SOURCE_ROOT");
+  ASSERT_NE(root, nullptr);
+  fs::create_directories(dir / "configs" / "bench");
+  const std::string bench_input = d + "/configs/bench/epyc-large.yaml";
+  fs::copy_file(std::string(root) + "/configs/bench/epyc-large.yaml", bench_input);
+  const std::string records = d + "/records.png";  // a records file a figure could be named after
+  { std::ofstream(records) << "{}\n"; }
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --json " + f, "--json: '" + f + "' is the scenario it reads: the results would overwrite it"},
+      {"run " + f + " --csv " + d + "/sub/../scenario.yaml", "--csv: '" + d + "/sub/../scenario.yaml' is the scenario it reads ("},
+      {"run " + f + " --json " + d + "/link.yaml", "--json: '" + d + "/link.yaml' is the scenario it reads ("},
+      {"run " + d + "/link.yaml --json " + d + "/hard.yaml", "--json: '" + d + "/hard.yaml' is the scenario it reads ("},
+      {"run " + f + " --json " + d + "/r.out --csv " + d + "/./r.out",
+       "--csv: '" + d + "/./r.out' is --json's file too (" + d + "/r.out); each output needs its own"},
+      {"trace " + f + " --out " + d + "/link.yaml", "--out: '" + d + "/link.yaml' is the scenario it reads ("},
+      {"reproduce smt-corun-sysbench --out " + rep + " --json " + rep + "/records.jsonl",
+       "--json: '" + rep + "/records.jsonl' is the records it reads"},
+      {"reproduce smt-corun-sysbench --out " + rep + " --json " + d + "/fig.png --plot " + d + "/fig.png",
+       "--plot: '" + d + "/fig.png' is --json's file too"},
+      {"plot " + records + " --x a --y b --out " + records, "--out: '" + records + "' is the records it reads"},
+      {"bench --quick --json " + bench_input, "--json: '" + bench_input + "' is a scenario it measures"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = shell("VCPUSIM_CONFIG_DIR=" + d + "/configs timeout 120 " + binary() + " " + b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find("<command line>: " + b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+  std::ifstream in(f);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), kGood);  // the scenario is intact
+  EXPECT_FALSE(fs::exists(dir / "r.out"));
+  EXPECT_FALSE(fs::exists(rep));  // refused before the sweep made its directory
+  const Outcome both = run("run " + f + " --duration 20ms --json - --csv -");
+  EXPECT_EQ(both.status, 0) << both.output;
+}
+
+// Results written to a full disk were lost without a word (exit 0), the table and `--json -`
+// alike. Now that is exit 1 with a message; stdout that takes the output, or is never written,
+// gives no such error.
+TEST(Cli, FailedWriteToStandardOutputIsExitOne) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const std::string f = write_temp("stdout.yaml", kGood);
+  for (const std::string& args : {"run " + f, "run " + f + " --json - --quiet", "run " + f + " --csv - --quiet --repetitions 2",
+                                 std::string("run --list"), std::string("--help")}) {
+    // The group keeps stderr on the pipe while stdout goes to the full device.
+    const Outcome full = shell("{ timeout 120 " + binary() + " " + args + " > /dev/full; }");
+    EXPECT_EQ(full.status, 1) << args << ": " << full.output;
+    EXPECT_NE(full.output.find("vcpusim: error: writing standard output failed"), std::string::npos) << args << ": "
+                                                                                                     << full.output;
+    const Outcome null = shell("{ timeout 120 " + binary() + " " + args + " > /dev/null; }");
+    EXPECT_EQ(null.status, 0) << args << ": " << null.output;
+    EXPECT_EQ(null.output.find("writing standard output"), std::string::npos) << args << ": " << null.output;
+  }
+  const Outcome quiet = shell("{ timeout 120 " + binary() + " run " + f + " --quiet > /dev/full; }");
+  EXPECT_EQ(quiet.status, 0) << quiet.output;  // nothing was written to stdout, so nothing failed
+}
+
 // run and trace take --set as sweep and reproduce do. A bad value is the option's error, not a
 // line of the file: YAML::Load's marks once placed it at the scenario file's 1:1, and a value
 // that is not YAML made `reproduce --set` exit 1 with yaml-cpp's own message.
@@ -649,4 +772,20 @@ TEST(CliShard, MergeReportsMissingDuplicateAndForeignRecords) {
   const Outcome foreign = run("merge " + a + " " + c + " --out " + fresh_dir("m3"));
   EXPECT_EQ(foreign.status, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("different scenario"), std::string::npos) << foreign.output;
+}
+
+// --shard '' was read as no --shard and ran the whole sweep, as --max-records 0 did (0 is the
+// runner's "no limit", which leaving the flag out says): both are exit 2 before any run.
+TEST(CliShard, EmptyShardAndZeroMaxRecordsAreRefused) {
+  const std::string f = write_temp("shard-empty.yaml", kSweep);
+  const struct {
+    std::string flag, message;
+  } bad[] = {{"--shard ''", "--shard: is empty"}, {"--max-records 0", "--max-records: must be at least 1"}};
+  for (const auto& b : bad) {
+    const std::string d = fresh_dir("shard-empty");
+    const Outcome o = run("sweep " + f + " --out " + d + " " + b.flag);
+    EXPECT_EQ(o.status, 2) << b.flag << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.flag << ": " << o.output;
+    EXPECT_FALSE(std::filesystem::exists(d + "/records.jsonl")) << b.flag;
+  }
 }
