@@ -424,6 +424,24 @@ TEST(CliSweep, CompareRendersEveryFormat) {
   EXPECT_EQ(run("compare " + fresh_dir("empty")).status, 2);
 }
 
+// compare reads its directories as one table: records of two scenarios were mixed in it without
+// a word (a row of one vanished under the other's columns), where merge refuses them.
+TEST(CliSweep, CompareRefusesRecordsOfTwoScenariosAsMergeDoes) {
+  std::string other = kSweep;
+  other.replace(other.find("duration: 300ms"), 15, "duration: 400ms");
+  const std::string a = fresh_dir("cmp-a"), b = fresh_dir("cmp-b");
+  ASSERT_EQ(run("sweep " + write_temp("cmp-a.yaml", kSweep) + " --out " + a + " --max-records 2").status, 0);
+  ASSERT_EQ(run("sweep " + write_temp("cmp-b.yaml", other) + " --out " + b + " --max-records 2").status, 0);
+  const Outcome o = run("compare " + a + " " + b);
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find(b + "/records.jsonl: scenario_hash: records of a different scenario than " + a +
+                          "/records.jsonl ("),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("; refusing to compare"), std::string::npos) << o.output;
+  EXPECT_EQ(run("plot " + a + " " + b + " --x vms.web.count --y vm.web.throughput --out " + fresh_dir("cmp-plot") + "/p.svg").status, 2);
+}
+
 // Records are appended in the order the runs finish, which --jobs changes. compare summed its
 // samples in that order, so two columns with the same samples could get means that differ in
 // their last bit (a cell printed -0.0000% against its baseline). Repetitions of 1, 1e16 and 1e16
