@@ -61,14 +61,19 @@ void OneSweep::check(const nlohmann::json& r, const std::string& path) {
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
   std::vector<nlohmann::json> all;
   OneSweep one(command);
+  std::string paths;
   for (const auto& in : inputs) {
     const std::string path = std::filesystem::is_directory(in) ? (std::filesystem::path(in) / "records.jsonl").string() : in;
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
+    paths += (paths.empty() ? "" : ", ") + path;
     for (auto& r : read_records(path)) {
       one.check(r, path);
       all.push_back(std::move(r));
     }
   }
+  // Named: "<records>: no records to compare" did not say which file was empty.
+  if (all.empty())
+    throw ConfigError(paths, 0, 0, "", "no records to " + command + " (an empty file, or one holding only a torn last line)");
   return all;
 }
 

@@ -44,7 +44,8 @@ class OneSweep {
 };
 
 /// The records of sweep outputs (directories, or records.jsonl files) that `command` reads as
-/// one: ConfigError for an input with no records file and for records of two sweeps (OneSweep).
+/// one: ConfigError for an input with no records file, for records of two sweeps (OneSweep) and
+/// for no record at all, naming the inputs.
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command);
 
 /// The records in one fixed order, by (column, point key, repetition), whatever order the runs

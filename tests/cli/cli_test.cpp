@@ -442,6 +442,20 @@ TEST(CliSweep, CompareRefusesRecordsOfTwoScenariosAsMergeDoes) {
   EXPECT_EQ(run("plot " + a + " " + b + " --x vms.web.count --y vm.web.throughput --out " + fresh_dir("cmp-plot") + "/p.svg").status, 2);
 }
 
+// "<records>: no records to compare" did not say which file held none.
+TEST(CliSweep, CompareOfNoRecordsNamesTheFile) {
+  const std::string d = fresh_dir("cmp-none");
+  std::filesystem::create_directories(d);
+  { std::ofstream(d + "/records.jsonl") << ""; }
+  const Outcome empty = run("compare " + d);
+  EXPECT_EQ(empty.status, 2) << empty.output;
+  EXPECT_NE(empty.output.find(d + "/records.jsonl: no records to compare"), std::string::npos) << empty.output;
+  { std::ofstream(d + "/records.jsonl") << "{\"scenario\":\"sw\",\"col"; }  // only a torn last line
+  const Outcome torn = run("compare " + d + "/records.jsonl");
+  EXPECT_EQ(torn.status, 2) << torn.output;
+  EXPECT_NE(torn.output.find(d + "/records.jsonl: no records to compare"), std::string::npos) << torn.output;
+}
+
 // Records are appended in the order the runs finish, which --jobs changes. compare summed its
 // samples in that order, so two columns with the same samples could get means that differ in
 // their last bit (a cell printed -0.0000% against its baseline). Repetitions of 1, 1e16 and 1e16
