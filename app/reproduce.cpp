@@ -204,6 +204,8 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   }
   const YamlReader pub = root.at("published");
   pub.require_sequence();
+  // With no cell, the whole sweep ran to compare nothing ("0/0 cells within 5%", status 0).
+  if (pub.size() == 0) pub.fail("no published cells: a reproduction compares at least one");
   for (std::size_t i = 0; i < pub.size(); ++i) {
     const YamlReader c = pub.at(i);
     c.only({"row", "column", "value", "stddev", "note"});
