@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "sim/rng.h"
 
@@ -303,9 +304,31 @@ std::uint64_t point_seed(std::uint64_t master, const std::string& point_key, std
   return sim::derive_seed(master, "point/" + point_key + "/repetition/" + std::to_string(rep));
 }
 
-SweepPlan expand_sweep(const YamlReader& root) {
+namespace {
+
+struct Column {
+  std::string label;
+  std::vector<Override> overrides;
+};
+
+// A sweep read and checked but not multiplied out: expand_sweep makes every run of it.
+struct ParsedSweep {
+  std::vector<Axis> axes;
+  std::vector<Column> columns;
+  YAML::Node base;           // the document less sweep: and columns:
+  std::uint64_t points = 1;  // the cross product's size, before `only:` leaves points out
+};
+
+const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
+  for (const auto& ax : axes)
+    if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
+  return nullptr;
+}
+
+// Fills `plan`, all but its runs, and returns the sweep read from `root`. Every check of a sweep
+// is here, so that whatever makes its runs (all or some) refuses the same files.
+ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   root.require_map();
-  SweepPlan plan;
   plan.file = root.file();
   plan.name = root.get_string("name", "");
   plan.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
@@ -316,12 +339,13 @@ SweepPlan expand_sweep(const YamlReader& root) {
     plan.scenario_hash = std::to_string(sim::stable_hash(e.c_str()));
   }
 
-  YAML::Node base(YAML::NodeType::Map);
+  ParsedSweep s;
+  s.base = YAML::Node(YAML::NodeType::Map);
   for (const auto& kv : root.node())
-    if (kv.first.Scalar() != "sweep" && kv.first.Scalar() != "columns") base[kv.first] = kv.second;
+    if (kv.first.Scalar() != "sweep" && kv.first.Scalar() != "columns") s.base[kv.first] = kv.second;
   plan.base = root.node();
 
-  std::vector<Axis> axes;
+  std::vector<Axis>& axes = s.axes;
   if (root.has("sweep")) {
     const YamlReader sw = root.at("sweep");
     sw.require_map();
@@ -446,11 +470,7 @@ SweepPlan expand_sweep(const YamlReader& root) {
   for (const auto& ax : axes)
     for (const auto& f : ax.fields) plan.axes.push_back(f);
 
-  struct Column {
-    std::string label;
-    std::vector<Override> overrides;
-  };
-  std::vector<Column> columns;
+  std::vector<Column>& columns = s.columns;
   if (root.has("columns")) {
     const YamlReader cols = root.at("columns");
     cols.require_map();
@@ -468,6 +488,8 @@ SweepPlan expand_sweep(const YamlReader& root) {
     columns.push_back(Column{"", {}});
   }
   for (const auto& c : columns) plan.columns.push_back(c.label);
+
+  for (const auto& ax : axes) s.points *= ax.labels.size();
 
   // An override applied after another that covers its field (the same one, `vms.0.count` for
   // `vms.web.count`, or a whole `vms.web`) makes the earlier value vanish while the point still
@@ -517,15 +539,10 @@ SweepPlan expand_sweep(const YamlReader& root) {
   }
 
   // `only:` and `columns:` of labelled entries must name axes, values and columns that exist.
-  auto axis_named = [&](const std::string& name) -> const Axis* {
-    for (const auto& ax : axes)
-      if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
-    return nullptr;
-  };
   for (const auto& ax : axes)
     for (std::size_t i = 0; i < ax.labels.size(); ++i) {
       for (const auto& [other, allowed] : ax.only[i]) {
-        const Axis* o = axis_named(other);
+        const Axis* o = axis_named(axes, other);
         if (!o || o == &ax) ax.where[i].at("only").at(other).fail("'" + other + "' is not another axis of this sweep");
         for (const auto& val : allowed) {
           bool found = false;
@@ -539,59 +556,80 @@ SweepPlan expand_sweep(const YamlReader& root) {
         if (!found) ax.where[i].at("columns").at(col).fail("no column '" + col + "' in columns:");
       }
     }
+  return s;
+}
 
-  // The cross product, last axis fastest; points an `only:` excludes are left out, and the
-  // kept points are numbered densely.
-  std::size_t total = 1;
-  for (const auto& ax : axes) total *= ax.labels.size();
-  for (const Column& col : columns) {
+// Point k of the cross product: the value each axis takes (the last axis fastest).
+std::vector<std::size_t> pick_of(const ParsedSweep& s, std::uint64_t k) {
+  std::vector<std::size_t> pick(s.axes.size());
+  for (std::size_t a = s.axes.size(); a-- > 0;) {
+    pick[a] = static_cast<std::size_t>(k % s.axes[a].labels.size());
+    k /= s.axes[a].labels.size();
+  }
+  return pick;
+}
+
+// Whether an `only:` of one of the point's labels leaves the point out.
+bool left_out(const ParsedSweep& s, const std::vector<std::size_t>& pick) {
+  for (std::size_t a = 0; a < s.axes.size(); ++a)
+    for (const auto& [other, values] : s.axes[a].only[pick[a]]) {
+      const Axis* o = axis_named(s.axes, other);
+      const nlohmann::json& v = o->labels[pick[static_cast<std::size_t>(o - s.axes.data())]].at(other);
+      if (std::find(values.begin(), values.end(), v) == values.end()) return true;
+    }
+  return false;
+}
+
+// The run of column `c` at the point `pick` (its point_index is the caller's to set).
+SweepRun run_of(const ParsedSweep& s, std::size_t c, const std::vector<std::size_t>& pick) {
+  const Column& col = s.columns[c];
+  SweepRun run;
+  run.column = col.label;
+  run.point = nlohmann::json::object();
+  // Each run's document is a private deep copy, and so is every value put into it. Sharing
+  // nodes between documents made yaml-cpp merge their node pools at every assignment, which
+  // grew with the runs made so far: 900 points took 6.8 s to expand, 1600 took 26 s. Copies
+  // have no lines; locate_in_sweep() places errors in them, from `sources` and the base.
+  run.document = copy_without_marks(s.base);
+  auto apply = [&](const Override& o) {
+    apply_override(run.document, o.path, copy_without_marks(o.value), o.where);
+    run.sources.emplace_back(o.path, o.where);
+  };
+  for (std::size_t a = 0; a < s.axes.size(); ++a) {
+    const Axis& ax = s.axes[a];
+    for (const auto& [f, v] : ax.labels[pick[a]].items()) run.point[f] = v;
+    for (const Override& o : ax.overrides[pick[a]]) apply(o);
+  }
+  for (const Override& o : col.overrides) apply(o);
+  for (std::size_t a = 0; a < s.axes.size(); ++a)
+    for (const auto& [name, list] : s.axes[a].column_overrides[pick[a]])
+      if (name == col.label)
+        for (const Override& o : list) apply(o);
+  run.point_key = run.point.dump();
+  run.column_index = static_cast<std::uint32_t>(c);
+  return run;
+}
+
+// Every run of the sweep into `plan`: the cross product, last axis fastest; points an `only:`
+// excludes are left out, and the kept points are numbered densely.
+void add_every_run(const ParsedSweep& s, SweepPlan& plan) {
+  for (std::size_t c = 0; c < s.columns.size(); ++c) {
     std::uint32_t kept = 0;
-    for (std::size_t k = 0; k < total; ++k) {
-      std::vector<std::size_t> pick(axes.size());
-      {
-        std::size_t rest = k;
-        for (std::size_t a = axes.size(); a-- > 0;) {
-          pick[a] = rest % axes[a].labels.size();
-          rest /= axes[a].labels.size();
-        }
-      }
-      bool allowed = true;
-      for (std::size_t a = 0; a < axes.size() && allowed; ++a)
-        for (const auto& [other, values] : axes[a].only[pick[a]]) {
-          const Axis* o = axis_named(other);
-          const nlohmann::json& v = o->labels[pick[static_cast<std::size_t>(o - axes.data())]].at(other);
-          if (std::find(values.begin(), values.end(), v) == values.end()) allowed = false;
-        }
-      if (!allowed) continue;
-      SweepRun run;
-      run.column = col.label;
-      run.point = nlohmann::json::object();
-      // Each run's document is a private deep copy, and so is every value put into it. Sharing
-      // nodes between documents made yaml-cpp merge their node pools at every assignment, which
-      // grew with the runs made so far: 900 points took 6.8 s to expand, 1600 took 26 s. Copies
-      // have no lines; locate_in_sweep() places errors in them, from `sources` and the base.
-      run.document = copy_without_marks(base);
-      auto apply = [&](const Override& o) {
-        apply_override(run.document, o.path, copy_without_marks(o.value), o.where);
-        run.sources.emplace_back(o.path, o.where);
-      };
-      for (std::size_t a = 0; a < axes.size(); ++a) {
-        const Axis& ax = axes[a];
-        for (const auto& [f, v] : ax.labels[pick[a]].items()) run.point[f] = v;
-        for (const Override& o : ax.overrides[pick[a]]) apply(o);
-      }
-      for (const Override& o : col.overrides) apply(o);
-      for (std::size_t a = 0; a < axes.size(); ++a)
-        for (const auto& [c, list] : axes[a].column_overrides[pick[a]])
-          if (c == col.label)
-            for (const Override& o : list) apply(o);
-      run.point_key = run.point.dump();
-      run.column_index = static_cast<std::uint32_t>(&col - columns.data());
+    for (std::uint64_t k = 0; k < s.points; ++k) {
+      const std::vector<std::size_t> pick = pick_of(s, k);
+      if (left_out(s, pick)) continue;
+      SweepRun run = run_of(s, c, pick);
       run.point_index = kept++;
       plan.runs.push_back(std::move(run));
     }
   }
-  return plan;
 }
 
+}  // namespace
+
+SweepPlan expand_sweep(const YamlReader& root) {
+  SweepPlan plan;
+  add_every_run(parse_sweep(root, plan), plan);
+  return plan;
+}
 }  // namespace vcpusim::app
