@@ -356,6 +356,8 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
         for (std::size_t g = 0; g < v.size(); ++g) {
           const YamlReader group = v.at(g);
           group.require_map();
+          // An empty group multiplied the sweep by nothing: 0 runs, status 0.
+          if (group.size() == 0) group.fail("a zip group needs at least one field");
           Axis ax;
           std::size_t len = 0;
           for (const std::string& f : group.keys()) {

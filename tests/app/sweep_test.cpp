@@ -265,3 +265,28 @@ TEST(Sweep, OverridesThatOverwriteAnotherAxisOrColumnAreErrors) {
 
 }  // namespace
 }  // namespace vcpusim::app
+
+namespace vcpusim::app {
+namespace {
+
+// The ConfigError text expand_sweep gives for kBase plus `extra` (checks made before any run is
+// loaded); "no error" if it expands.
+std::string plan_error_of(const std::string& extra) {
+  try {
+    plan(extra);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// A zip group with no field multiplied the sweep by nothing: 0 runs, status 0.
+TEST(Sweep, ZipGroupWithoutAFieldIsRefused) {
+  EXPECT_EQ(plan_error_of("sweep:\n  zip:\n    - {}\n"), "s.yaml:8:7: sweep.zip[0]: a zip group needs at least one field");
+  EXPECT_EQ(plan_error_of("sweep:\n  zip:\n    - {vms.a.count: [1, 2]}\n    - {}\n"),
+            "s.yaml:9:7: sweep.zip[1]: a zip group needs at least one field");
+}
+
+}  // namespace vcpusim::app
