@@ -389,10 +389,16 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
       }
       Axis ax;
       ax.fields.push_back(key);
-      if (v.is_map() && v.size() == 2 && v.has("values") && v.has("paths") && v.at("values").is_sequence() &&
-          v.at("paths").is_sequence()) {
+      // {values: [...], paths: [...]} is told from a labelled axis by a list under either key
+      // (a label's overrides are a mapping): an extra key, or a missing one, read as a labelled
+      // axis was reported as "sweep.t.values: expected a mapping".
+      const auto list_at = [&](const char* k) { return v.has(k) && v.at(k).is_sequence(); };
+      if (v.is_map() && (list_at("values") || list_at("paths"))) {
         // One named field set at several paths (the same knob in every setup's group).
+        v.only({"values", "paths"});
         const YamlReader vals = v.at("values"), paths = v.at("paths");
+        vals.require_sequence();
+        paths.require_sequence();
         if (vals.size() == 0) vals.fail("an empty list of values");
         if (paths.size() == 0) paths.fail("an empty list of paths");
         // Checked here, where each path is written: a bad one was reported at values[0].

@@ -289,4 +289,19 @@ TEST(Sweep, ZipGroupWithoutAFieldIsRefused) {
             "s.yaml:9:7: sweep.zip[1]: a zip group needs at least one field");
 }
 
+// {values: [...], paths: [...]} is told from a labelled axis by a list under either key. With an
+// extra key or without one of the two it was read as a labelled axis, and the message blamed
+// the right key ("sweep.t.values: expected a mapping").
+TEST(Sweep, ValuesAndPathsEntryNamesAnExtraOrAMissingKey) {
+  EXPECT_EQ(plan_error_of("sweep:\n  t:\n    values: [1, 2]\n    paths: [vms.a.count]\n    extra: 1\n"),
+            "s.yaml:10:5: sweep.t.extra: unknown key (allowed here: values, paths)");
+  EXPECT_EQ(plan_error_of("sweep:\n  t:\n    paths: [vms.a.count]\n"), "s.yaml:8:5: sweep.t: missing required key 'values'");
+  EXPECT_EQ(plan_error_of("sweep:\n  t: {values: [1, 2]}\n"), "s.yaml:7:6: sweep.t: missing required key 'paths'");
+  EXPECT_EQ(plan_error_of("sweep:\n  t: {values: [1, 2], paths: vms.a.count}\n"), "s.yaml:7:30: sweep.t.paths: expected a list");
+  // Labels that happen to be called values and paths still make a labelled axis.
+  const SweepPlan p = plan("sweep:\n  t:\n    values: {vms.a.count: 2}\n    paths: {}\n");
+  ASSERT_EQ(p.runs.size(), 2u);
+  EXPECT_EQ(p.runs[0].point, (nlohmann::json{{"t", "values"}}));
+}
+
 }  // namespace vcpusim::app
