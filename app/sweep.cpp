@@ -319,6 +319,24 @@ struct ParsedSweep {
   std::uint64_t points = 1;  // the cross product's size, before `only:` leaves points out
 };
 
+// Labels name columns, axes and the values of labelled axes in records, in compare's tables and
+// in --baseline and --by. A blank one was shown as "(none)", compare's word for "no columns",
+// and one holding a control character (a newline) split a table's header row. `key` is the
+// label's key in the mapping `map`; the field quotes it, as it may be empty or hold a newline.
+void check_label(const YamlReader& map, const YAML::Node& key, const std::string& what) {
+  const std::string label = key.IsScalar() ? key.Scalar() : std::string();
+  const auto fail = [&](const std::string& message) {
+    const bool at = !key.Mark().is_null();
+    throw ConfigError(map.file(), at ? key.Mark().line + 1 : 0, at ? key.Mark().column + 1 : 0,
+                      map.path() + "." + nlohmann::json(label).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      message);
+  };
+  if (label.find_first_not_of(" \t") == std::string::npos) fail(what + " is not blank (it is what the tables show)");
+  for (const char ch : label)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      fail(what + " holds no control character (a newline or a tab would break the lines of the tables that name it)");
+}
+
 const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
   for (const auto& ax : axes)
     if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
@@ -349,7 +367,8 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   if (root.has("sweep")) {
     const YamlReader sw = root.at("sweep");
     sw.require_map();
-    for (const std::string& key : sw.keys()) {
+    for (const auto& entry : sw.node()) {
+      const std::string key = entry.first.Scalar();
       const YamlReader v = sw.at(key);
       if (key == "zip") {
         v.require_sequence();
@@ -395,6 +414,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
       const auto list_at = [&](const char* k) { return v.has(k) && v.at(k).is_sequence(); };
       if (v.is_map() && (list_at("values") || list_at("paths"))) {
         // One named field set at several paths (the same knob in every setup's group).
+        check_label(sw, entry.first, "an axis's name");
         v.only({"values", "paths"});
         const YamlReader vals = v.at("values"), paths = v.at("paths");
         vals.require_sequence();
@@ -424,8 +444,11 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
         }
       } else if (v.is_map()) {
         ax.labelled = true;
+        check_label(sw, entry.first, "an axis's name");
         if (v.size() == 0) v.fail("a labelled axis needs at least one label");
-        for (const std::string& label : v.keys()) {
+        for (const auto& labelled : v.node()) {
+          check_label(v, labelled.first, "an axis's label");
+          const std::string label = labelled.first.Scalar();
           const YamlReader ovs = v.at(label);
           std::vector<Override> ov;
           std::vector<std::pair<std::string, std::vector<nlohmann::json>>> only;
@@ -483,7 +506,9 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
     const YamlReader cols = root.at("columns");
     cols.require_map();
     if (cols.size() == 0) cols.fail("columns: at least one column");
-    for (const std::string& label : cols.keys()) {
+    for (const auto& entry : cols.node()) {
+      check_label(cols, entry.first, "a column's label");
+      const std::string label = entry.first.Scalar();
       const YamlReader c = cols.at(label);
       Column col{label, {}};
       if (!c.is_null()) {

@@ -304,4 +304,21 @@ TEST(Sweep, ValuesAndPathsEntryNamesAnExtraOrAMissingKey) {
   EXPECT_EQ(p.runs[0].point, (nlohmann::json{{"t", "values"}}));
 }
 
+// Column labels, axis names and the labels of labelled axes are what compare's tables show: ""
+// was shown as "(none)", the text for "no columns", and a newline split the header row.
+TEST(Sweep, BlankLabelsAndLabelsHoldingControlCharactersAreRefused) {
+  EXPECT_EQ(plan_error_of("columns:\n  \"\": {host.smt: on}\n"),
+            "s.yaml:7:3: columns.\"\": a column's label is not blank (it is what the tables show)");
+  EXPECT_EQ(plan_error_of("columns:\n  \" \": {}\n"),
+            "s.yaml:7:3: columns.\" \": a column's label is not blank (it is what the tables show)");
+  const std::string control = " holds no control character (a newline or a tab would break the lines of the tables that name it)";
+  EXPECT_EQ(plan_error_of("columns:\n  a: {}\n  \"c\\nd|e\": {host.smt: off}\n"),
+            "s.yaml:8:3: columns.\"c\\nd|e\": a column's label" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    \"a\\tb\": {}\n"), "s.yaml:8:5: sweep.setup.\"a\\tb\": an axis's label" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    \"a\\0b\": {}\n"), "s.yaml:8:5: sweep.setup.\"a\\u0000b\": an axis's label" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  \"\": {X: {}}\n"), "s.yaml:7:3: sweep.\"\": an axis's name is not blank (it is what the tables show)");
+  EXPECT_EQ(plan_error_of("sweep:\n  \"t\\n\": {values: [1], paths: [vms.a.count]}\n"), "s.yaml:7:3: sweep.\"t\\n\": an axis's name" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  setup: {\"a b\": {}, \"c-d|e\": {}}\ncolumns:\n  \"HT on\": {}\n"), "no error");
+}
+
 }  // namespace vcpusim::app
