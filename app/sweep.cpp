@@ -337,6 +337,20 @@ void check_label(const YamlReader& map, const YAML::Node& key, const std::string
       fail(what + " holds no control character (a newline or a tab would break the lines of the tables that name it)");
 }
 
+// An override sets a field of one run, so its path must lead to one a run reads. The sweep reads
+// these once, from the file: a swept `sweep.x` or a column's `columns.b` made points that named
+// a value no run had, and a swept seed or repetitions was ignored by every run (each run's seed
+// is derived from the file's seed and its point; every point runs the file's repetitions).
+void check_run_setting(const std::string& path, const YamlReader& at) {
+  const std::string top = path.substr(0, path.find('.'));
+  if (top == "sweep" || top == "columns")
+    at.fail("'" + path + "' is not a setting of a run: sweep: and columns: are read once, to make the runs");
+  if (top == "seed")
+    at.fail("'" + path + "' is not a setting of a run: each run's seed is derived from the file's seed and the run's point");
+  if (top == "repetitions")
+    at.fail("'" + path + "' is not a setting of a run: every point runs the file's repetitions");
+}
+
 const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
   for (const auto& ax : axes)
     if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
@@ -364,6 +378,8 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   plan.base = root.node();
 
   std::vector<Axis>& axes = s.axes;
+  // Every override's path and where it is written, checked once the columns are read too.
+  std::vector<std::pair<std::string, YamlReader>> settings;
   if (root.has("sweep")) {
     const YamlReader sw = root.at("sweep");
     sw.require_map();
@@ -381,6 +397,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
           std::size_t len = 0;
           for (const std::string& f : group.keys()) {
             const YamlReader vals = group.at(f);
+            settings.emplace_back(f, vals);
             vals.require_sequence();
             if (vals.size() == 0) vals.fail("an empty list of values");
             if (ax.fields.empty()) len = vals.size();
@@ -422,7 +439,10 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
         if (vals.size() == 0) vals.fail("an empty list of values");
         if (paths.size() == 0) paths.fail("an empty list of paths");
         // Checked here, where each path is written: a bad one was reported at values[0].
-        for (std::size_t j = 0; j < paths.size(); ++j) check_dotted_path(paths.at(j).as_string(), paths.at(j));
+        for (std::size_t j = 0; j < paths.size(); ++j) {
+          check_dotted_path(paths.at(j).as_string(), paths.at(j));
+          settings.emplace_back(paths.at(j).as_string(), paths.at(j));
+        }
         for (std::size_t i = 0; i < vals.size(); ++i) {
           ax.labels.push_back(nlohmann::json{{key, yaml_to_json(vals.node()[i])}});
           std::vector<Override> ov;
@@ -436,6 +456,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
         continue;
       }
       if (v.is_sequence()) {
+        settings.emplace_back(key, v);
         if (v.size() == 0) v.fail("an empty list of values");
         for (std::size_t i = 0; i < v.size(); ++i) {
           ax.labels.push_back(nlohmann::json{{key, yaml_to_json(v.node()[i])}});
@@ -476,10 +497,14 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
                   const YamlReader co = c.at(col);
                   co.require_map();
                   std::vector<Override> list;
-                  for (const std::string& path : co.keys()) list.push_back(Override{path, co.at(path).node(), co.at(path)});
+                  for (const std::string& path : co.keys()) {
+                    settings.emplace_back(path, co.at(path));
+                    list.push_back(Override{path, co.at(path).node(), co.at(path)});
+                  }
                   cols.emplace_back(col, list);
                 }
               } else {
+                settings.emplace_back(f, ovs.at(f));
                 ov.push_back(Override{f, ovs.at(f).node(), ovs.at(f)});
               }
             }
@@ -513,7 +538,10 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
       Column col{label, {}};
       if (!c.is_null()) {
         c.require_map();
-        for (const std::string& f : c.keys()) col.overrides.push_back(Override{f, c.at(f).node(), c.at(f)});
+        for (const std::string& f : c.keys()) {
+          settings.emplace_back(f, c.at(f));
+          col.overrides.push_back(Override{f, c.at(f).node(), c.at(f)});
+        }
       }
       columns.push_back(std::move(col));
     }
@@ -523,6 +551,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   for (const auto& c : columns) plan.columns.push_back(c.label);
 
   for (const auto& ax : axes) s.points *= ax.labels.size();
+  for (const auto& [path, at] : settings) check_run_setting(path, at);
 
   // An override applied after another that covers its field (the same one, `vms.0.count` for
   // `vms.web.count`, or a whole `vms.web`) makes the earlier value vanish while the point still

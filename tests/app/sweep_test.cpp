@@ -321,4 +321,32 @@ TEST(Sweep, BlankLabelsAndLabelsHoldingControlCharactersAreRefused) {
   EXPECT_EQ(plan_error_of("sweep:\n  setup: {\"a b\": {}, \"c-d|e\": {}}\ncolumns:\n  \"HT on\": {}\n"), "no error");
 }
 
+// sweep:, columns:, seed and repetitions are read once, by the sweep, and never by a run: a
+// swept `sweep.x` gave two points ({"sweep.x": 1}, {"sweep.x": 2}) of one and the same run, and
+// a swept seed or repetitions was ignored by every run.
+TEST(Sweep, OverrideOfAKeyThatNoRunReadsIsRefused) {
+  EXPECT_EQ(plan_error_of("sweep:\n  sweep.x: [1, 2]\n"),
+            "s.yaml:7:12: sweep.sweep.x: 'sweep.x' is not a setting of a run: sweep: and columns: are read once, "
+            "to make the runs");
+  EXPECT_EQ(plan_error_of("columns:\n  a: {columns.b: {}}\n"),
+            "s.yaml:7:18: columns.a.columns.b: 'columns.b' is not a setting of a run: sweep: and columns: are read "
+            "once, to make the runs");
+  EXPECT_EQ(plan_error_of("sweep:\n  seed: [1, 2]\n"),
+            "s.yaml:7:9: sweep.seed: 'seed' is not a setting of a run: each run's seed is derived from the file's "
+            "seed and the run's point");
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    X: {repetitions: 3}\n"),
+            "s.yaml:8:22: sweep.setup.X.repetitions: 'repetitions' is not a setting of a run: every point runs the "
+            "file's repetitions");
+  EXPECT_NE(plan_error_of("sweep:\n  zip:\n    - {vms.a.count: [1], sweep: [{}]}\n").find("sweep.zip[0].sweep: 'sweep' is not"),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  t: {values: [1], paths: [vms.a.count, columns.x]}\n")
+                .find("sweep.t.paths[1]: 'columns.x' is not"),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  setup:\n    X: {columns: {c: {seed: 2}}}\ncolumns:\n  c: {}\n")
+                .find("sweep.setup.X.columns.c.seed: 'seed' is not"),
+            std::string::npos);
+  // A field of the same name deeper in the scenario is a setting like any other.
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.seed: [1]\n"), "no error");
+}
+
 }  // namespace vcpusim::app
