@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <set>
 
 #include "sim/rng.h"
 
@@ -319,6 +320,12 @@ struct ParsedSweep {
   std::uint64_t points = 1;  // the cross product's size, before `only:` leaves points out
 };
 
+// a x b, or the largest std::uint64_t when that overflows (a plan of 80 axes of 10 values).
+std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<std::uint64_t>::max() : out;
+}
+
 // Labels name columns, axes and the values of labelled axes in records, in compare's tables and
 // in --baseline and --by. A blank one was shown as "(none)", compare's word for "no columns",
 // and one holding a control character (a newline) split a table's header row. `key` is the
@@ -378,7 +385,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   plan.base = root.node();
 
   std::vector<Axis>& axes = s.axes;
-  // Every override's path and where it is written, checked once the columns are read too.
+  // Every override's path and where it is written, checked once the plan's size is known.
   std::vector<std::pair<std::string, YamlReader>> settings;
   if (root.has("sweep")) {
     const YamlReader sw = root.at("sweep");
@@ -550,7 +557,19 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   }
   for (const auto& c : columns) plan.columns.push_back(c.label);
 
-  for (const auto& ax : axes) s.points *= ax.labels.size();
+  // The size, before anything is multiplied out: a plan of 10^8 points was expanded until memory
+  // ran out, with no word said.
+  for (const auto& ax : axes) s.points = saturating_product(s.points, ax.labels.size());
+  const std::uint64_t runs = saturating_product(saturating_product(s.points, columns.size()), plan.repetitions);
+  if (runs > kMaxSweepRuns) {
+    const auto count = [](std::uint64_t n) {
+      return n == std::numeric_limits<std::uint64_t>::max() ? "more than " + std::to_string(n) : std::to_string(n);
+    };
+    (root.has("sweep") ? root.at("sweep") : root.at("columns"))
+        .fail(count(s.points) + " points x " + std::to_string(columns.size()) + " column(s) x " +
+              std::to_string(plan.repetitions) + " repetition(s) = " + count(runs) + " runs; a sweep has at most " +
+              std::to_string(kMaxSweepRuns) + " (split it into several files)");
+  }
   for (const auto& [path, at] : settings) check_run_setting(path, at);
 
   // An override applied after another that covers its field (the same one, `vms.0.count` for
@@ -568,10 +587,14 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
     };
     std::vector<std::vector<Setter>> by_stage;  // axes in order
     for (const Axis& ax : axes) {
+      // One setter per path: whether two overlap depends on their paths only, and an axis of
+      // 10^5 values compared each value with every other.
       std::vector<Setter> st;
+      std::set<std::string> seen;
       for (std::size_t i = 0; i < ax.overrides.size(); ++i)
         for (const Override& o : ax.overrides[i])
-          st.push_back(Setter{override_field(root.node(), o.path), o.path, &o.where, "the axis '" + ax.fields.front() + "'"});
+          if (seen.insert(o.path).second)
+            st.push_back(Setter{override_field(root.node(), o.path), o.path, &o.where, "the axis '" + ax.fields.front() + "'"});
       by_stage.push_back(std::move(st));
     }
     auto lost = [](const Setter& earlier, const Setter& later) { return field_within(earlier.field, later.field); };

@@ -349,4 +349,29 @@ TEST(Sweep, OverrideOfAKeyThatNoRunReadsIsRefused) {
   EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.seed: [1]\n"), "no error");
 }
 
+// Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
+// with no word said. Repetitions count (11 points of 10,000 repetitions are too many, 10 are
+// not), and a count past 2^64 does not wrap around (16 axes of 16 values are 2^64 points, which
+// a std::size_t product makes 0).
+TEST(Sweep, PlanOfMoreRunsThanTheLimitIsRefusedBeforeAnyRunIsMade) {
+  static_assert(kMaxSweepRuns == 100'000, "the counts below");
+  const std::string kTenOnes = "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1]";
+  EXPECT_EQ(plan_error_of("repetitions: 10000\nsweep:\n  vms.a.count: " + kTenOnes + "\n"), "no error");
+  EXPECT_EQ(plan_error_of("repetitions: 10000\nsweep:\n  vms.a.count: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"),
+            "s.yaml:8:3: sweep: 11 points x 1 column(s) x 10000 repetition(s) = 110000 runs; a sweep has at most "
+            "100000 (split it into several files)");
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: " + kTenOnes + "\n  vms.b.count: " + kTenOnes +
+                          "\ncolumns:\n  x: {}\n  y: {}\nrepetitions: 501\n"),
+            "s.yaml:7:3: sweep: 100 points x 2 column(s) x 501 repetition(s) = 100200 runs; a sweep has at most "
+            "100000 (split it into several files)");
+  std::string sixteen = "[1";
+  for (int i = 1; i < 16; ++i) sixteen += ", 1";
+  std::string huge = "sweep:\n";
+  for (int i = 0; i < 16; ++i) huge += "  vms.a.workload.x" + std::to_string(i) + ": " + sixteen + "]\n";
+  EXPECT_NE(plan_error_of(huge).find("sweep: more than 18446744073709551615 points x 1 column(s) x 1 repetition(s) = "
+                                     "more than 18446744073709551615 runs"),
+            std::string::npos)
+      << plan_error_of(huge);
+}
+
 }  // namespace vcpusim::app
