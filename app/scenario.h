@@ -57,6 +57,8 @@ struct ScenarioSpec {
 
 /// Reads and validates a scenario; every problem is a ConfigError with file:line:col and field.
 ScenarioSpec load_scenario(const YamlReader& root);
+/// Fails at the first key of `root` that no scenario has.
+void check_scenario_keys(const YamlReader& root);
 ScenarioSpec load_scenario_file(const std::string& path);
 /// The built-in default scenario (configs/scenarios/default.yaml, compiled in).
 ScenarioSpec load_default_scenario();

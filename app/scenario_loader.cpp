@@ -509,11 +509,15 @@ void assign_cookies(ScenarioSpec& s, const std::vector<std::int64_t>& override_o
   }
 }
 
-ScenarioSpec load_scenario(const YamlReader& root) {
-  if (root.is_null()) root.fail("the scenario is empty");
+void check_scenario_keys(const YamlReader& root) {
   // sweep: and columns: belong to `vcpusim sweep` (app/sweep.h); a plain run uses the base.
   only_keys(root, {"name", "seed", "duration", "warmup", "repetitions", "topology", "host", "guest", "vms", "baremetal",
                    "sweep", "columns"});
+}
+
+ScenarioSpec load_scenario(const YamlReader& root) {
+  if (root.is_null()) root.fail("the scenario is empty");
+  check_scenario_keys(root);
   ScenarioSpec s;
   s.file = root.file();
   s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());

@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "app/scenario.h"
 #include "sim/rng.h"
 
 namespace vcpusim::app {
@@ -377,6 +378,9 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
     e << root.node();
     plan.scenario_hash = std::to_string(sim::stable_hash(e.c_str()));
   }
+  // Here, where the keys still have their lines: no override can take a key of the base away,
+  // and in the runs' copies an unknown one had no line and, when it was "", no field either.
+  check_scenario_keys(root);
 
   ParsedSweep s;
   s.base = YAML::Node(YAML::NodeType::Map);

@@ -374,4 +374,20 @@ TEST(Sweep, PlanOfMoreRunsThanTheLimitIsRefusedBeforeAnyRunIsMade) {
       << plan_error_of(huge);
 }
 
+// An unknown key of the base is reported where `vcpusim run` reports it. The runs' copies of the
+// base have no lines, and an empty key had no field either: the message named only the file.
+TEST(Sweep, UnknownKeyOfTheBaseIsReportedAtItsLineAsARunReportsIt) {
+  const std::string text = std::string(kBase) + "\"\": 1\nsweep:\n  vms.a.count: [1, 2]\n";
+  std::string run_error = "no error";
+  try {
+    load_scenario(YamlReader::load_string(text, "s.yaml"));
+  } catch (const ConfigError& e) {
+    run_error = e.what();
+  }
+  EXPECT_EQ(run_error.rfind("s.yaml:6:1: ", 0), 0u) << run_error;
+  EXPECT_NE(run_error.find("unknown key (allowed here: name, seed,"), std::string::npos) << run_error;
+  EXPECT_EQ(sweep_error_of(text), run_error);
+  EXPECT_EQ(sweep_error_of(std::string(kBase) + "hots: {smt: on}\nsweep:\n  vms.a.count: [1, 2]\n").rfind("s.yaml:6:1: hots: unknown key", 0), 0u);
+}
+
 }  // namespace vcpusim::app
