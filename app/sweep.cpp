@@ -313,7 +313,8 @@ struct Column {
   std::vector<Override> overrides;
 };
 
-// A sweep read and checked but not multiplied out: expand_sweep makes every run of it.
+// A sweep read and checked but not multiplied out: expand_sweep makes every run of it,
+// expand_sweep_sample only some.
 struct ParsedSweep {
   std::vector<Axis> axes;
   std::vector<Column> columns;
@@ -366,7 +367,7 @@ const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
 }
 
 // Fills `plan`, all but its runs, and returns the sweep read from `root`. Every check of a sweep
-// is here, so that whatever makes its runs (all or some) refuses the same files.
+// is here, so that expand_sweep and expand_sweep_sample refuse the same files.
 ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   root.require_map();
   plan.file = root.file();
@@ -721,4 +722,29 @@ SweepPlan expand_sweep(const YamlReader& root) {
   add_every_run(parse_sweep(root, plan), plan);
   return plan;
 }
+
+SweepPlan expand_sweep_sample(const YamlReader& root) {
+  SweepPlan plan;
+  const ParsedSweep s = parse_sweep(root, plan);
+  if (s.points * s.columns.size() <= kSampleEveryRunUpTo) {  // points is at most kMaxSweepRuns
+    add_every_run(s, plan);
+    return plan;
+  }
+  // Point i of the sample takes value i mod n of each axis of n values, so that each value of
+  // each axis is in one; the last point (every axis at its last value) joins them.
+  std::size_t widest = 0;
+  for (const auto& ax : s.axes) widest = std::max(widest, ax.labels.size());
+  std::set<std::vector<std::size_t>> picks;
+  for (std::size_t i = 0; i < widest; ++i) {
+    std::vector<std::size_t> pick;
+    for (const auto& ax : s.axes) pick.push_back(i % ax.labels.size());
+    picks.insert(pick);
+  }
+  picks.insert(pick_of(s, s.points - 1));
+  for (std::size_t c = 0; c < s.columns.size(); ++c)
+    for (const auto& pick : picks)
+      if (!left_out(s, pick)) plan.runs.push_back(run_of(s, c, pick));
+  return plan;
+}
+
 }  // namespace vcpusim::app

@@ -65,6 +65,15 @@ inline constexpr std::uint64_t kMaxSweepRuns = 100'000;
 /// field.
 SweepPlan expand_sweep(const YamlReader& root);
 
+/// Up to this many (column, point) runs, expand_sweep_sample makes every one.
+inline constexpr std::uint64_t kSampleEveryRunUpTo = 256;
+
+/// expand_sweep's checks, and some of its runs: every run of a plan of at most
+/// kSampleEveryRunUpTo, else for each column the points that give each axis each of its values
+/// at least once, and the last point (their point_index is 0). What `vcpusim run` loads to check
+/// a file's sweep: expanding every run of a large sweep took longer than running the base.
+SweepPlan expand_sweep_sample(const YamlReader& root);
+
 /// A dotted override path as the loader names fields, walking `base` ("vms.a.count" is
 /// "vms[0].count" when VM a is the first element of vms:); past the base's end the rest of the
 /// path is joined by dots.

@@ -5,6 +5,8 @@
 // the bad path and the line it is on.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "app/scenario.h"
 #include "app/sweep.h"
 #include "app/sweep_runner.h"
@@ -388,6 +390,45 @@ TEST(Sweep, UnknownKeyOfTheBaseIsReportedAtItsLineAsARunReportsIt) {
   EXPECT_NE(run_error.find("unknown key (allowed here: name, seed,"), std::string::npos) << run_error;
   EXPECT_EQ(sweep_error_of(text), run_error);
   EXPECT_EQ(sweep_error_of(std::string(kBase) + "hots: {smt: on}\nsweep:\n  vms.a.count: [1, 2]\n").rfind("s.yaml:6:1: hots: unknown key", 0), 0u);
+}
+
+// `vcpusim run` loads a sample of a file's sweep to check it (every run of a large sweep took
+// longer to expand than the base took to run): a small plan's every run; of a larger one, per
+// column, points that give each axis each of its values, and the last point.
+TEST(Sweep, SampleHasEveryRunOfASmallPlanAndEveryValueOfEveryAxisOfALargeOne) {
+  const auto sample = [](const std::string& extra) {
+    return expand_sweep_sample(YamlReader::load_string(std::string(kBase) + extra, "s.yaml"));
+  };
+  const std::string columns = "columns:\n  x: {}\n  y: {guest.hz: 100}\n";
+  const SweepPlan small = sample("sweep:\n  vms.a.count: [1, 2, 3]\n  vms.b.count: [1, 2]\n" + columns);
+  EXPECT_EQ(small.runs.size(), 12u);
+  std::string counts, vcpus;
+  for (int i = 0; i < 20; ++i) counts += (i ? ", " : "") + std::to_string(i + 1);
+  for (int i = 0; i < 7; ++i) vcpus += (i ? ", " : "") + std::to_string(i + 1);
+  static_assert(kSampleEveryRunUpTo < 20 * 7 * 2, "the plan below is sampled");
+  const SweepPlan large = sample("sweep:\n  vms.a.count: [" + counts + "]\n  vms.b.vcpus: [" + vcpus + "]\n" + columns);
+  EXPECT_EQ(large.runs.size(), 2u * 21u);  // 20 points each giving a count, and the last point (20, 7)
+  for (const std::string column : {"x", "y"}) {
+    std::set<int> a, b;
+    for (const SweepRun& r : large.runs)
+      if (r.column == column) {
+        a.insert(r.point.at("vms.a.count").get<int>());
+        b.insert(r.point.at("vms.b.vcpus").get<int>());
+      }
+    EXPECT_EQ(a.size(), 20u) << column;
+    EXPECT_EQ(b.size(), 7u) << column;
+  }
+  EXPECT_EQ(large.runs.back().point, (nlohmann::json{{"vms.a.count", 20}, {"vms.b.vcpus", 7}}));
+  // What a run of the file checks: a value only the sample's eighth point takes, at its line.
+  std::string run_error = "no error";
+  try {
+    load_scenario(YamlReader::load_string(std::string(kBase) + "sweep:\n  vms.a.count: [" + counts + "]\n  vms.b.vcpus: [" +
+                                              vcpus + ", 0]\n" + columns, "s.yaml"));
+  } catch (const ConfigError& e) {
+    run_error = e.what();
+  }
+  EXPECT_EQ(run_error, "s.yaml:8:38: vms[1].vcpus: 0 is out of range [1, 4096] (from 'vms.b.vcpus' here, in the sweep's "
+                       "run {\"vms.a.count\":8,\"vms.b.vcpus\":0}, column x)");
 }
 
 }  // namespace vcpusim::app

@@ -122,6 +122,25 @@ TEST(Cli, UnknownNamesAreListed) {
   expect_bad("topo.yaml", with("topology: desktop-4c8t", "topology: cray-1"), "3:11:", "cray-1");
 }
 
+// run and trace run the base, but the file's sweep: and columns: are checked as `vcpusim sweep`
+// checks them: `sweep: 5`, `columns: [a, b]`, an unknown swept field and a bad swept value ran
+// the base with status 0.
+TEST(Cli, RunAndTraceCheckTheSweepTheyDoNotRun) {
+  const std::string good = kGood;
+  expect_bad("sweep5.yaml", good + "sweep: 5\n", "11:8:", "sweep: expected a mapping");
+  expect_bad("columns-list.yaml", good + "columns: [a, b]\n", "11:10:", "columns: expected a mapping");
+  expect_bad("swept-field.yaml", good + "sweep:\n  vms.a.nosuch: [1]\n", "12:18:", "vms[0].nosuch: unknown key");
+  expect_bad("swept-value.yaml", good + "sweep:\n  vms.a.vcpus: [2, 0]\n", "12:20:", "vms[0].vcpus: 0 is out of range");
+  expect_bad("column-value.yaml", good + "columns:\n  x: {host.smt: maybe}\n", "12:17:", "host.smt: expected true/false");
+  const std::string f = write_temp("trace-sweep5.yaml", good + "sweep: 5\n");
+  const Outcome t = run("trace " + f + " --out " + (scratch() / "trace-sweep5.json").string());
+  EXPECT_EQ(t.status, 2) << t.output;
+  EXPECT_NE(t.output.find(f + ":11:8: sweep: expected a mapping"), std::string::npos) << t.output;
+  // A good sweep is no error, and the run is the base's.
+  const Outcome ok = run("run " + write_temp("good-sweep.yaml", good + "sweep:\n  vms.a.vcpus: [1, 2]\n"));
+  EXPECT_EQ(ok.status, 0) << ok.output;
+}
+
 TEST(Cli, WarmupMustBeShorterThanDuration) {
   expect_bad("warm.yaml", with("duration: 200ms", "duration: 200ms\nwarmup: 1s"), "3:9:", "warmup:");
 }
