@@ -361,7 +361,7 @@ int run_command_line(int argc, char** argv) {
       for (const auto& d : plot_dirs) inputs.push_back({records_path(d), "the records it reads"});
       app::check_outputs_are_distinct(inputs, {{po.out, "--out"}});
       app::check_figure_path(po.out, "--out");
-      app::plot_records(records_of(plot_dirs), po);
+      app::plot_records(app::read_sweep_outputs(plot_dirs, "plot"), po);
       std::cerr << "plot: " << po.out << "\n";
       return 0;
     }
@@ -377,7 +377,7 @@ int run_command_line(int argc, char** argv) {
     if (*compare) {
       co.higher_is_better = !lower;
       co.rule = rule == "interval" ? app::SignificanceRule::kInterval : app::SignificanceRule::kTTest;
-      auto recs = records_of(cmp_dirs);
+      auto recs = app::read_sweep_outputs(cmp_dirs, "compare");
       const app::Grouped g = app::group_records(recs, co);
       app::write_compare(std::cout, g, app::compare_cells(g, co), co);
       return 0;

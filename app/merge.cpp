@@ -13,26 +13,14 @@ namespace vcpusim::app {
 
 MergeReport merge_records(const std::vector<std::string>& inputs, const std::string& out_dir) {
   MergeReport rep;
-  std::string hash, hash_from, build;
+  OneSweep one("merge");
   std::map<RecordKey, nlohmann::json> kept;
   std::set<std::size_t> seen_tasks;
   for (const std::string& in : inputs) {
     const std::string path = std::filesystem::is_directory(in) ? (std::filesystem::path(in) / "records.jsonl").string() : in;
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
     for (auto& r : read_records(path)) {
-      const std::string h = r.value("scenario_hash", std::string());
-      const std::string b = r.value("vcpusim_build", std::string("(none)"));
-      if (hash.empty()) {
-        hash = h;
-        hash_from = path;
-        build = b;
-      } else if (h != hash) {
-        throw ConfigError(path, 0, 0, "scenario_hash",
-                          "records of a different scenario than " + hash_from + " (" + h + " vs " + hash + "); refusing to merge");
-      } else if (b != build) {  // shards of one sweep run by different builds mix two models
-        throw ConfigError(path, 0, 0, "vcpusim_build",
-                          "records of vcpusim build " + b + ", those of " + hash_from + " are of build " + build + "; refusing to merge");
-      }
+      one.check(r, path);
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, r.at("tasks_total").get<std::size_t>());
       if (r.contains("task_index")) seen_tasks.insert(r.at("task_index").get<std::size_t>());
       const RecordKey k = key_of(r);

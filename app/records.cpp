@@ -40,6 +40,43 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
   return out;
 }
 
+void OneSweep::check(const nlohmann::json& r, const std::string& path) {
+  const std::string h = r.value("scenario_hash", std::string());
+  const std::string b = r.value("vcpusim_build", std::string("(none)"));
+  if (first_) {
+    first_ = false;
+    hash_ = h;
+    hash_from_ = path;
+    build_ = b;
+  } else if (h != hash_) {
+    throw ConfigError(path, 0, 0, "scenario_hash",
+                      "records of a different scenario than " + hash_from_ + " (" + h + " vs " + hash_ + "); refusing to " + command_);
+  } else if (b != build_) {  // shards of one sweep run by different builds mix two models
+    throw ConfigError(path, 0, 0, "vcpusim_build",
+                      "records of vcpusim build " + b + ", those of " + hash_from_ + " are of build " + build_ + "; refusing to " +
+                          command_);
+  }
+}
+
+std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
+  std::vector<nlohmann::json> all;
+  OneSweep one(command);
+  std::string paths;
+  for (const auto& in : inputs) {
+    const std::string path = std::filesystem::is_directory(in) ? (std::filesystem::path(in) / "records.jsonl").string() : in;
+    if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
+    paths += (paths.empty() ? "" : ", ") + path;
+    for (auto& r : read_records(path)) {
+      one.check(r, path);
+      all.push_back(std::move(r));
+    }
+  }
+  // Named: "<records>: no records to compare" did not say which file was empty.
+  if (all.empty())
+    throw ConfigError(paths, 0, 0, "", "no records to " + command + " (an empty file, or one holding only a torn last line)");
+  return all;
+}
+
 std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::json>& records) {
   std::vector<std::pair<RecordKey, const nlohmann::json*>> keyed;
   keyed.reserve(records.size());

@@ -28,6 +28,26 @@ RecordKey key_of(const nlohmann::json& record);
 /// ignored). Throws ConfigError for a malformed complete line.
 std::vector<nlohmann::json> read_records(const std::string& path);
 
+/// Checks that records are of one sweep: the scenario_hash and vcpusim_build of the first one
+/// checked. Records of two scenarios (or of two builds, maybe two models) were mixed without a
+/// word in one table, as a merge of them would have been.
+class OneSweep {
+ public:
+  /// `command` ("merge", "compare") ends the message: "refusing to merge".
+  explicit OneSweep(std::string command) : command_(std::move(command)) {}
+  /// ConfigError naming `path`, the file `record` is from, when it is another sweep's.
+  void check(const nlohmann::json& record, const std::string& path);
+
+ private:
+  std::string command_, hash_, hash_from_, build_;
+  bool first_ = true;
+};
+
+/// The records of sweep outputs (directories, or records.jsonl files) that `command` reads as
+/// one: ConfigError for an input with no records file, for records of two sweeps (OneSweep) and
+/// for no record at all, naming the inputs.
+std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command);
+
 /// The records in one fixed order, by (column, point key, repetition), whatever order the runs
 /// finished and were appended in: sums and means taken in this order are the same to the last
 /// bit for any --jobs, shard split or resume.

@@ -204,12 +204,20 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   }
   const YamlReader pub = root.at("published");
   pub.require_sequence();
+  // With no cell, the whole sweep ran to compare nothing ("0/0 cells within 5%", status 0).
+  if (pub.size() == 0) pub.fail("no published cells: a reproduction compares at least one");
   for (std::size_t i = 0; i < pub.size(); ++i) {
     const YamlReader c = pub.at(i);
     c.only({"row", "column", "value", "stddev", "note"});
     PublishedCell p;
     p.row = c.at("row").as_string();
     p.column = c.has("column") && !c.at("column").is_null() ? c.at("column").as_string() : "";
+    // A cell given twice was judged twice (counted twice in the summary, and ordered against
+    // itself); the two values cannot both be what was published.
+    for (std::size_t j = 0; j < r.published.size(); ++j)
+      if (r.published[j].row == p.row && r.published[j].column == p.column)
+        c.fail("the cell of row '" + p.row + "'" + (p.column.empty() ? "" : ", column '" + p.column + "'") +
+               " is given twice (first at published[" + std::to_string(j) + "])");
     const YamlReader value = c.at("value");
     p.value = value.as_double();
     // The model is set beside it as a % difference, which a 0 cannot divide (it was shown as a

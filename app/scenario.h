@@ -64,7 +64,11 @@ struct ScenarioSpec {
 };
 
 /// Reads and validates a scenario; every problem is a ConfigError with file:line:col and field.
+/// Its sweep: and columns:, which a run ignores, are checked as `vcpusim sweep` checks them, on
+/// a sample of their runs (expand_sweep_sample in app/sweep.h).
 ScenarioSpec load_scenario(const YamlReader& root);
+/// Fails at the first key of `root` that no scenario has.
+void check_scenario_keys(const YamlReader& root);
 ScenarioSpec load_scenario_file(const std::string& path);
 /// The built-in default scenario (configs/scenarios/default.yaml, compiled in).
 ScenarioSpec load_default_scenario();

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
+#include <set>
 
 #include "app/scenario.h"
 #include "sim/rng.h"
@@ -304,9 +306,70 @@ std::uint64_t point_seed(std::uint64_t master, const std::string& point_key, std
   return sim::derive_seed(master, "point/" + point_key + "/repetition/" + std::to_string(rep));
 }
 
-SweepPlan expand_sweep(const YamlReader& root) {
+namespace {
+
+struct Column {
+  std::string label;
+  std::vector<Override> overrides;
+};
+
+// A sweep read and checked but not multiplied out: expand_sweep makes every run of it,
+// expand_sweep_sample only some.
+struct ParsedSweep {
+  std::vector<Axis> axes;
+  std::vector<Column> columns;
+  YAML::Node base;           // the document less sweep: and columns:
+  std::uint64_t points = 1;  // the cross product's size, before `only:` leaves points out
+};
+
+// a x b, or the largest std::uint64_t when that overflows (a plan of 80 axes of 10 values).
+std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<std::uint64_t>::max() : out;
+}
+
+// Labels name columns, axes and the values of labelled axes in records, in compare's tables and
+// in --baseline and --by. A blank one was shown as "(none)", compare's word for "no columns",
+// and one holding a control character (a newline) split a table's header row. `key` is the
+// label's key in the mapping `map`; the field quotes it, as it may be empty or hold a newline.
+void check_label(const YamlReader& map, const YAML::Node& key, const std::string& what) {
+  const std::string label = key.IsScalar() ? key.Scalar() : std::string();
+  const auto fail = [&](const std::string& message) {
+    const bool at = !key.Mark().is_null();
+    throw ConfigError(map.file(), at ? key.Mark().line + 1 : 0, at ? key.Mark().column + 1 : 0,
+                      map.path() + "." + nlohmann::json(label).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      message);
+  };
+  if (label.find_first_not_of(" \t") == std::string::npos) fail(what + " is not blank (it is what the tables show)");
+  for (const char ch : label)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      fail(what + " holds no control character (a newline or a tab would break the lines of the tables that name it)");
+}
+
+// An override sets a field of one run, so its path must lead to one a run reads. The sweep reads
+// these once, from the file: a swept `sweep.x` or a column's `columns.b` made points that named
+// a value no run had, and a swept seed or repetitions was ignored by every run (each run's seed
+// is derived from the file's seed and its point; every point runs the file's repetitions).
+void check_run_setting(const std::string& path, const YamlReader& at) {
+  const std::string top = path.substr(0, path.find('.'));
+  if (top == "sweep" || top == "columns")
+    at.fail("'" + path + "' is not a setting of a run: sweep: and columns: are read once, to make the runs");
+  if (top == "seed")
+    at.fail("'" + path + "' is not a setting of a run: each run's seed is derived from the file's seed and the run's point");
+  if (top == "repetitions")
+    at.fail("'" + path + "' is not a setting of a run: every point runs the file's repetitions");
+}
+
+const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
+  for (const auto& ax : axes)
+    if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
+  return nullptr;
+}
+
+// Fills `plan`, all but its runs, and returns the sweep read from `root`. Every check of a sweep
+// is here, so that expand_sweep and expand_sweep_sample refuse the same files.
+ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   root.require_map();
-  SweepPlan plan;
   plan.file = root.file();
   plan.name = root.get_string("name", "");
   plan.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
@@ -316,27 +379,37 @@ SweepPlan expand_sweep(const YamlReader& root) {
     e << root.node();
     plan.scenario_hash = std::to_string(sim::stable_hash(e.c_str()));
   }
+  // Here, where the keys still have their lines: no override can take a key of the base away,
+  // and in the runs' copies an unknown one had no line and, when it was "", no field either.
+  check_scenario_keys(root);
 
-  YAML::Node base(YAML::NodeType::Map);
+  ParsedSweep s;
+  s.base = YAML::Node(YAML::NodeType::Map);
   for (const auto& kv : root.node())
-    if (kv.first.Scalar() != "sweep" && kv.first.Scalar() != "columns") base[kv.first] = kv.second;
+    if (kv.first.Scalar() != "sweep" && kv.first.Scalar() != "columns") s.base[kv.first] = kv.second;
   plan.base = root.node();
 
-  std::vector<Axis> axes;
+  std::vector<Axis>& axes = s.axes;
+  // Every override's path and where it is written, checked once the plan's size is known.
+  std::vector<std::pair<std::string, YamlReader>> settings;
   if (root.has("sweep")) {
     const YamlReader sw = root.at("sweep");
     sw.require_map();
-    for (const std::string& key : sw.keys()) {
+    for (const auto& entry : sw.node()) {
+      const std::string key = entry.first.Scalar();
       const YamlReader v = sw.at(key);
       if (key == "zip") {
         v.require_sequence();
         for (std::size_t g = 0; g < v.size(); ++g) {
           const YamlReader group = v.at(g);
           group.require_map();
+          // An empty group multiplied the sweep by nothing: 0 runs, status 0.
+          if (group.size() == 0) group.fail("a zip group needs at least one field");
           Axis ax;
           std::size_t len = 0;
           for (const std::string& f : group.keys()) {
             const YamlReader vals = group.at(f);
+            settings.emplace_back(f, vals);
             vals.require_sequence();
             if (vals.size() == 0) vals.fail("an empty list of values");
             if (ax.fields.empty()) len = vals.size();
@@ -364,14 +437,24 @@ SweepPlan expand_sweep(const YamlReader& root) {
       }
       Axis ax;
       ax.fields.push_back(key);
-      if (v.is_map() && v.size() == 2 && v.has("values") && v.has("paths") && v.at("values").is_sequence() &&
-          v.at("paths").is_sequence()) {
+      // {values: [...], paths: [...]} is told from a labelled axis by a list under either key
+      // (a label's overrides are a mapping): an extra key, or a missing one, read as a labelled
+      // axis was reported as "sweep.t.values: expected a mapping".
+      const auto list_at = [&](const char* k) { return v.has(k) && v.at(k).is_sequence(); };
+      if (v.is_map() && (list_at("values") || list_at("paths"))) {
         // One named field set at several paths (the same knob in every setup's group).
+        check_label(sw, entry.first, "an axis's name");
+        v.only({"values", "paths"});
         const YamlReader vals = v.at("values"), paths = v.at("paths");
+        vals.require_sequence();
+        paths.require_sequence();
         if (vals.size() == 0) vals.fail("an empty list of values");
         if (paths.size() == 0) paths.fail("an empty list of paths");
         // Checked here, where each path is written: a bad one was reported at values[0].
-        for (std::size_t j = 0; j < paths.size(); ++j) check_dotted_path(paths.at(j).as_string(), paths.at(j));
+        for (std::size_t j = 0; j < paths.size(); ++j) {
+          check_dotted_path(paths.at(j).as_string(), paths.at(j));
+          settings.emplace_back(paths.at(j).as_string(), paths.at(j));
+        }
         for (std::size_t i = 0; i < vals.size(); ++i) {
           ax.labels.push_back(nlohmann::json{{key, yaml_to_json(vals.node()[i])}});
           std::vector<Override> ov;
@@ -385,6 +468,7 @@ SweepPlan expand_sweep(const YamlReader& root) {
         continue;
       }
       if (v.is_sequence()) {
+        settings.emplace_back(key, v);
         if (v.size() == 0) v.fail("an empty list of values");
         for (std::size_t i = 0; i < v.size(); ++i) {
           ax.labels.push_back(nlohmann::json{{key, yaml_to_json(v.node()[i])}});
@@ -393,8 +477,11 @@ SweepPlan expand_sweep(const YamlReader& root) {
         }
       } else if (v.is_map()) {
         ax.labelled = true;
+        check_label(sw, entry.first, "an axis's name");
         if (v.size() == 0) v.fail("a labelled axis needs at least one label");
-        for (const std::string& label : v.keys()) {
+        for (const auto& labelled : v.node()) {
+          check_label(v, labelled.first, "an axis's label");
+          const std::string label = labelled.first.Scalar();
           const YamlReader ovs = v.at(label);
           std::vector<Override> ov;
           std::vector<std::pair<std::string, std::vector<nlohmann::json>>> only;
@@ -422,10 +509,14 @@ SweepPlan expand_sweep(const YamlReader& root) {
                   const YamlReader co = c.at(col);
                   co.require_map();
                   std::vector<Override> list;
-                  for (const std::string& path : co.keys()) list.push_back(Override{path, co.at(path).node(), co.at(path)});
+                  for (const std::string& path : co.keys()) {
+                    settings.emplace_back(path, co.at(path));
+                    list.push_back(Override{path, co.at(path).node(), co.at(path)});
+                  }
                   cols.emplace_back(col, list);
                 }
               } else {
+                settings.emplace_back(f, ovs.at(f));
                 ov.push_back(Override{f, ovs.at(f).node(), ovs.at(f)});
               }
             }
@@ -447,21 +538,22 @@ SweepPlan expand_sweep(const YamlReader& root) {
   for (const auto& ax : axes)
     for (const auto& f : ax.fields) plan.axes.push_back(f);
 
-  struct Column {
-    std::string label;
-    std::vector<Override> overrides;
-  };
-  std::vector<Column> columns;
+  std::vector<Column>& columns = s.columns;
   if (root.has("columns")) {
     const YamlReader cols = root.at("columns");
     cols.require_map();
     if (cols.size() == 0) cols.fail("columns: at least one column");
-    for (const std::string& label : cols.keys()) {
+    for (const auto& entry : cols.node()) {
+      check_label(cols, entry.first, "a column's label");
+      const std::string label = entry.first.Scalar();
       const YamlReader c = cols.at(label);
       Column col{label, {}};
       if (!c.is_null()) {
         c.require_map();
-        for (const std::string& f : c.keys()) col.overrides.push_back(Override{f, c.at(f).node(), c.at(f)});
+        for (const std::string& f : c.keys()) {
+          settings.emplace_back(f, c.at(f));
+          col.overrides.push_back(Override{f, c.at(f).node(), c.at(f)});
+        }
       }
       columns.push_back(std::move(col));
     }
@@ -469,6 +561,21 @@ SweepPlan expand_sweep(const YamlReader& root) {
     columns.push_back(Column{"", {}});
   }
   for (const auto& c : columns) plan.columns.push_back(c.label);
+
+  // The size, before anything is multiplied out: a plan of 10^8 points was expanded until memory
+  // ran out, with no word said.
+  for (const auto& ax : axes) s.points = saturating_product(s.points, ax.labels.size());
+  const std::uint64_t runs = saturating_product(saturating_product(s.points, columns.size()), plan.repetitions);
+  if (runs > kMaxSweepRuns) {
+    const auto count = [](std::uint64_t n) {
+      return n == std::numeric_limits<std::uint64_t>::max() ? "more than " + std::to_string(n) : std::to_string(n);
+    };
+    (root.has("sweep") ? root.at("sweep") : root.at("columns"))
+        .fail(count(s.points) + " points x " + std::to_string(columns.size()) + " column(s) x " +
+              std::to_string(plan.repetitions) + " repetition(s) = " + count(runs) + " runs; a sweep has at most " +
+              std::to_string(kMaxSweepRuns) + " (split it into several files)");
+  }
+  for (const auto& [path, at] : settings) check_run_setting(path, at);
 
   // An override applied after another that covers its field (the same one, `vms.0.count` for
   // `vms.web.count`, or a whole `vms.web`) makes the earlier value vanish while the point still
@@ -485,10 +592,14 @@ SweepPlan expand_sweep(const YamlReader& root) {
     };
     std::vector<std::vector<Setter>> by_stage;  // axes in order
     for (const Axis& ax : axes) {
+      // One setter per path: whether two overlap depends on their paths only, and an axis of
+      // 10^5 values compared each value with every other.
       std::vector<Setter> st;
+      std::set<std::string> seen;
       for (std::size_t i = 0; i < ax.overrides.size(); ++i)
         for (const Override& o : ax.overrides[i])
-          st.push_back(Setter{override_field(root.node(), o.path), o.path, &o.where, "the axis '" + ax.fields.front() + "'"});
+          if (seen.insert(o.path).second)
+            st.push_back(Setter{override_field(root.node(), o.path), o.path, &o.where, "the axis '" + ax.fields.front() + "'"});
       by_stage.push_back(std::move(st));
     }
     auto lost = [](const Setter& earlier, const Setter& later) { return field_within(earlier.field, later.field); };
@@ -518,15 +629,10 @@ SweepPlan expand_sweep(const YamlReader& root) {
   }
 
   // `only:` and `columns:` of labelled entries must name axes, values and columns that exist.
-  auto axis_named = [&](const std::string& name) -> const Axis* {
-    for (const auto& ax : axes)
-      if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
-    return nullptr;
-  };
   for (const auto& ax : axes)
     for (std::size_t i = 0; i < ax.labels.size(); ++i) {
       for (const auto& [other, allowed] : ax.only[i]) {
-        const Axis* o = axis_named(other);
+        const Axis* o = axis_named(axes, other);
         if (!o || o == &ax) ax.where[i].at("only").at(other).fail("'" + other + "' is not another axis of this sweep");
         for (const auto& val : allowed) {
           bool found = false;
@@ -540,58 +646,104 @@ SweepPlan expand_sweep(const YamlReader& root) {
         if (!found) ax.where[i].at("columns").at(col).fail("no column '" + col + "' in columns:");
       }
     }
+  return s;
+}
 
-  // The cross product, last axis fastest; points an `only:` excludes are left out, and the
-  // kept points are numbered densely.
-  std::size_t total = 1;
-  for (const auto& ax : axes) total *= ax.labels.size();
-  for (const Column& col : columns) {
+// Point k of the cross product: the value each axis takes (the last axis fastest).
+std::vector<std::size_t> pick_of(const ParsedSweep& s, std::uint64_t k) {
+  std::vector<std::size_t> pick(s.axes.size());
+  for (std::size_t a = s.axes.size(); a-- > 0;) {
+    pick[a] = static_cast<std::size_t>(k % s.axes[a].labels.size());
+    k /= s.axes[a].labels.size();
+  }
+  return pick;
+}
+
+// Whether an `only:` of one of the point's labels leaves the point out.
+bool left_out(const ParsedSweep& s, const std::vector<std::size_t>& pick) {
+  for (std::size_t a = 0; a < s.axes.size(); ++a)
+    for (const auto& [other, values] : s.axes[a].only[pick[a]]) {
+      const Axis* o = axis_named(s.axes, other);
+      const nlohmann::json& v = o->labels[pick[static_cast<std::size_t>(o - s.axes.data())]].at(other);
+      if (std::find(values.begin(), values.end(), v) == values.end()) return true;
+    }
+  return false;
+}
+
+// The run of column `c` at the point `pick` (its point_index is the caller's to set).
+SweepRun run_of(const ParsedSweep& s, std::size_t c, const std::vector<std::size_t>& pick) {
+  const Column& col = s.columns[c];
+  SweepRun run;
+  run.column = col.label;
+  run.point = nlohmann::json::object();
+  // Each run's document is a private deep copy, and so is every value put into it. Sharing
+  // nodes between documents made yaml-cpp merge their node pools at every assignment, which
+  // grew with the runs made so far: 900 points took 6.8 s to expand, 1600 took 26 s. Copies
+  // have no lines; locate_in_sweep() places errors in them, from `sources` and the base.
+  run.document = copy_without_marks(s.base);
+  auto apply = [&](const Override& o) {
+    apply_override(run.document, o.path, copy_without_marks(o.value), o.where);
+    run.sources.emplace_back(o.path, o.where);
+  };
+  for (std::size_t a = 0; a < s.axes.size(); ++a) {
+    const Axis& ax = s.axes[a];
+    for (const auto& [f, v] : ax.labels[pick[a]].items()) run.point[f] = v;
+    for (const Override& o : ax.overrides[pick[a]]) apply(o);
+  }
+  for (const Override& o : col.overrides) apply(o);
+  for (std::size_t a = 0; a < s.axes.size(); ++a)
+    for (const auto& [name, list] : s.axes[a].column_overrides[pick[a]])
+      if (name == col.label)
+        for (const Override& o : list) apply(o);
+  run.point_key = run.point.dump();
+  run.column_index = static_cast<std::uint32_t>(c);
+  return run;
+}
+
+// Every run of the sweep into `plan`: the cross product, last axis fastest; points an `only:`
+// excludes are left out, and the kept points are numbered densely.
+void add_every_run(const ParsedSweep& s, SweepPlan& plan) {
+  for (std::size_t c = 0; c < s.columns.size(); ++c) {
     std::uint32_t kept = 0;
-    for (std::size_t k = 0; k < total; ++k) {
-      std::vector<std::size_t> pick(axes.size());
-      {
-        std::size_t rest = k;
-        for (std::size_t a = axes.size(); a-- > 0;) {
-          pick[a] = rest % axes[a].labels.size();
-          rest /= axes[a].labels.size();
-        }
-      }
-      bool allowed = true;
-      for (std::size_t a = 0; a < axes.size() && allowed; ++a)
-        for (const auto& [other, values] : axes[a].only[pick[a]]) {
-          const Axis* o = axis_named(other);
-          const nlohmann::json& v = o->labels[pick[static_cast<std::size_t>(o - axes.data())]].at(other);
-          if (std::find(values.begin(), values.end(), v) == values.end()) allowed = false;
-        }
-      if (!allowed) continue;
-      SweepRun run;
-      run.column = col.label;
-      run.point = nlohmann::json::object();
-      // Each run's document is a private deep copy, and so is every value put into it. Sharing
-      // nodes between documents made yaml-cpp merge their node pools at every assignment, which
-      // grew with the runs made so far: 900 points took 6.8 s to expand, 1600 took 26 s. Copies
-      // have no lines; locate_in_sweep() places errors in them, from `sources` and the base.
-      run.document = copy_without_marks(base);
-      auto apply = [&](const Override& o) {
-        apply_override(run.document, o.path, copy_without_marks(o.value), o.where);
-        run.sources.emplace_back(o.path, o.where);
-      };
-      for (std::size_t a = 0; a < axes.size(); ++a) {
-        const Axis& ax = axes[a];
-        for (const auto& [f, v] : ax.labels[pick[a]].items()) run.point[f] = v;
-        for (const Override& o : ax.overrides[pick[a]]) apply(o);
-      }
-      for (const Override& o : col.overrides) apply(o);
-      for (std::size_t a = 0; a < axes.size(); ++a)
-        for (const auto& [c, list] : axes[a].column_overrides[pick[a]])
-          if (c == col.label)
-            for (const Override& o : list) apply(o);
-      run.point_key = run.point.dump();
-      run.column_index = static_cast<std::uint32_t>(&col - columns.data());
+    for (std::uint64_t k = 0; k < s.points; ++k) {
+      const std::vector<std::size_t> pick = pick_of(s, k);
+      if (left_out(s, pick)) continue;
+      SweepRun run = run_of(s, c, pick);
       run.point_index = kept++;
       plan.runs.push_back(std::move(run));
     }
   }
+}
+
+}  // namespace
+
+SweepPlan expand_sweep(const YamlReader& root) {
+  SweepPlan plan;
+  add_every_run(parse_sweep(root, plan), plan);
+  return plan;
+}
+
+SweepPlan expand_sweep_sample(const YamlReader& root) {
+  SweepPlan plan;
+  const ParsedSweep s = parse_sweep(root, plan);
+  if (s.points * s.columns.size() <= kSampleEveryRunUpTo) {  // points is at most kMaxSweepRuns
+    add_every_run(s, plan);
+    return plan;
+  }
+  // Point i of the sample takes value i mod n of each axis of n values, so that each value of
+  // each axis is in one; the last point (every axis at its last value) joins them.
+  std::size_t widest = 0;
+  for (const auto& ax : s.axes) widest = std::max(widest, ax.labels.size());
+  std::set<std::vector<std::size_t>> picks;
+  for (std::size_t i = 0; i < widest; ++i) {
+    std::vector<std::size_t> pick;
+    for (const auto& ax : s.axes) pick.push_back(i % ax.labels.size());
+    picks.insert(pick);
+  }
+  picks.insert(pick_of(s, s.points - 1));
+  for (std::size_t c = 0; c < s.columns.size(); ++c)
+    for (const auto& pick : picks)
+      if (!left_out(s, pick)) plan.runs.push_back(run_of(s, c, pick));
   return plan;
 }
 

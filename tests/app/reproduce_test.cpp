@@ -270,6 +270,26 @@ TEST(Reproduce, PublishedStddevThatIsNegativeOrNotFiniteIsAnError) {
             repro_path("sd-nan") + ":22:54: published[1].stddev: expected a number, got '.nan'");
 }
 
+// With no published cell, the whole sweep ran to compare nothing ("summary: 0/0 cells within
+// 5%", status 0).
+TEST(Reproduce, NoPublishedCellIsAnError) {
+  const std::string cells = kRepro;
+  const auto from = cells.find("published:\n"), to = cells.find("explain:");
+  ASSERT_NE(from, std::string::npos);
+  EXPECT_EQ(load_error("no-cells", cells.substr(from, to - from), "published: []\n"),
+            repro_path("no-cells") + ":20:12: published: no published cells: a reproduction compares at least one");
+}
+
+// A cell given twice was judged twice: counted twice in the summary, and ordered against itself.
+TEST(Reproduce, PublishedCellGivenTwiceIsAnError) {
+  EXPECT_EQ(load_error("twice", "{row: no-tag, column: noHT, value: 649.95}", "{row: Alone, column: HT, value: 1300}"),
+            repro_path("twice") + ":24:5: published[3]: the cell of row 'Alone', column 'HT' is given twice (first at "
+                                  "published[0])");
+  EXPECT_EQ(load_error("twice-other-column", "{row: no-tag, column: noHT, value: 649.95}", "{row: Alone, column: noHT, value: 1}"),
+            repro_path("twice-other-column") + ":24:5: published[3]: the cell of row 'Alone', column 'noHT' is given "
+                                               "twice (first at published[2])");
+}
+
 // A published cell's row and column are names the sweep must make: a cell naming neither is
 // never run, and was shown as "no data" with status 0.
 TEST(Reproduce, PublishedRowThatNoSweepPointMakesIsAnError) {

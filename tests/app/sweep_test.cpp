@@ -5,6 +5,8 @@
 // the bad path and the line it is on.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "app/scenario.h"
 #include "app/sweep.h"
 #include "app/sweep_runner.h"
@@ -264,4 +266,169 @@ TEST(Sweep, OverridesThatOverwriteAnotherAxisOrColumnAreErrors) {
 }
 
 }  // namespace
+}  // namespace vcpusim::app
+
+namespace vcpusim::app {
+namespace {
+
+// The ConfigError text expand_sweep gives for kBase plus `extra` (checks made before any run is
+// loaded); "no error" if it expands.
+std::string plan_error_of(const std::string& extra) {
+  try {
+    plan(extra);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// A zip group with no field multiplied the sweep by nothing: 0 runs, status 0.
+TEST(Sweep, ZipGroupWithoutAFieldIsRefused) {
+  EXPECT_EQ(plan_error_of("sweep:\n  zip:\n    - {}\n"), "s.yaml:8:7: sweep.zip[0]: a zip group needs at least one field");
+  EXPECT_EQ(plan_error_of("sweep:\n  zip:\n    - {vms.a.count: [1, 2]}\n    - {}\n"),
+            "s.yaml:9:7: sweep.zip[1]: a zip group needs at least one field");
+}
+
+// {values: [...], paths: [...]} is told from a labelled axis by a list under either key. With an
+// extra key or without one of the two it was read as a labelled axis, and the message blamed
+// the right key ("sweep.t.values: expected a mapping").
+TEST(Sweep, ValuesAndPathsEntryNamesAnExtraOrAMissingKey) {
+  EXPECT_EQ(plan_error_of("sweep:\n  t:\n    values: [1, 2]\n    paths: [vms.a.count]\n    extra: 1\n"),
+            "s.yaml:10:5: sweep.t.extra: unknown key (allowed here: values, paths)");
+  EXPECT_EQ(plan_error_of("sweep:\n  t:\n    paths: [vms.a.count]\n"), "s.yaml:8:5: sweep.t: missing required key 'values'");
+  EXPECT_EQ(plan_error_of("sweep:\n  t: {values: [1, 2]}\n"), "s.yaml:7:6: sweep.t: missing required key 'paths'");
+  EXPECT_EQ(plan_error_of("sweep:\n  t: {values: [1, 2], paths: vms.a.count}\n"), "s.yaml:7:30: sweep.t.paths: expected a list");
+  // Labels that happen to be called values and paths still make a labelled axis.
+  const SweepPlan p = plan("sweep:\n  t:\n    values: {vms.a.count: 2}\n    paths: {}\n");
+  ASSERT_EQ(p.runs.size(), 2u);
+  EXPECT_EQ(p.runs[0].point, (nlohmann::json{{"t", "values"}}));
+}
+
+// Column labels, axis names and the labels of labelled axes are what compare's tables show: ""
+// was shown as "(none)", the text for "no columns", and a newline split the header row.
+TEST(Sweep, BlankLabelsAndLabelsHoldingControlCharactersAreRefused) {
+  EXPECT_EQ(plan_error_of("columns:\n  \"\": {host.smt: on}\n"),
+            "s.yaml:7:3: columns.\"\": a column's label is not blank (it is what the tables show)");
+  EXPECT_EQ(plan_error_of("columns:\n  \" \": {}\n"),
+            "s.yaml:7:3: columns.\" \": a column's label is not blank (it is what the tables show)");
+  const std::string control = " holds no control character (a newline or a tab would break the lines of the tables that name it)";
+  EXPECT_EQ(plan_error_of("columns:\n  a: {}\n  \"c\\nd|e\": {host.smt: off}\n"),
+            "s.yaml:8:3: columns.\"c\\nd|e\": a column's label" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    \"a\\tb\": {}\n"), "s.yaml:8:5: sweep.setup.\"a\\tb\": an axis's label" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    \"a\\0b\": {}\n"), "s.yaml:8:5: sweep.setup.\"a\\u0000b\": an axis's label" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  \"\": {X: {}}\n"), "s.yaml:7:3: sweep.\"\": an axis's name is not blank (it is what the tables show)");
+  EXPECT_EQ(plan_error_of("sweep:\n  \"t\\n\": {values: [1], paths: [vms.a.count]}\n"), "s.yaml:7:3: sweep.\"t\\n\": an axis's name" + control);
+  EXPECT_EQ(plan_error_of("sweep:\n  setup: {\"a b\": {}, \"c-d|e\": {}}\ncolumns:\n  \"HT on\": {}\n"), "no error");
+}
+
+// sweep:, columns:, seed and repetitions are read once, by the sweep, and never by a run: a
+// swept `sweep.x` gave two points ({"sweep.x": 1}, {"sweep.x": 2}) of one and the same run, and
+// a swept seed or repetitions was ignored by every run.
+TEST(Sweep, OverrideOfAKeyThatNoRunReadsIsRefused) {
+  EXPECT_EQ(plan_error_of("sweep:\n  sweep.x: [1, 2]\n"),
+            "s.yaml:7:12: sweep.sweep.x: 'sweep.x' is not a setting of a run: sweep: and columns: are read once, "
+            "to make the runs");
+  EXPECT_EQ(plan_error_of("columns:\n  a: {columns.b: {}}\n"),
+            "s.yaml:7:18: columns.a.columns.b: 'columns.b' is not a setting of a run: sweep: and columns: are read "
+            "once, to make the runs");
+  EXPECT_EQ(plan_error_of("sweep:\n  seed: [1, 2]\n"),
+            "s.yaml:7:9: sweep.seed: 'seed' is not a setting of a run: each run's seed is derived from the file's "
+            "seed and the run's point");
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    X: {repetitions: 3}\n"),
+            "s.yaml:8:22: sweep.setup.X.repetitions: 'repetitions' is not a setting of a run: every point runs the "
+            "file's repetitions");
+  EXPECT_NE(plan_error_of("sweep:\n  zip:\n    - {vms.a.count: [1], sweep: [{}]}\n").find("sweep.zip[0].sweep: 'sweep' is not"),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  t: {values: [1], paths: [vms.a.count, columns.x]}\n")
+                .find("sweep.t.paths[1]: 'columns.x' is not"),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  setup:\n    X: {columns: {c: {seed: 2}}}\ncolumns:\n  c: {}\n")
+                .find("sweep.setup.X.columns.c.seed: 'seed' is not"),
+            std::string::npos);
+  // A field of the same name deeper in the scenario is a setting like any other.
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.seed: [1]\n"), "no error");
+}
+
+// Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
+// with no word said. Repetitions count (11 points of 10,000 repetitions are too many, 10 are
+// not), and a count past 2^64 does not wrap around (16 axes of 16 values are 2^64 points, which
+// a std::size_t product makes 0).
+TEST(Sweep, PlanOfMoreRunsThanTheLimitIsRefusedBeforeAnyRunIsMade) {
+  static_assert(kMaxSweepRuns == 100'000, "the counts below");
+  const std::string kTenOnes = "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1]";
+  EXPECT_EQ(plan_error_of("repetitions: 10000\nsweep:\n  vms.a.count: " + kTenOnes + "\n"), "no error");
+  EXPECT_EQ(plan_error_of("repetitions: 10000\nsweep:\n  vms.a.count: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"),
+            "s.yaml:8:3: sweep: 11 points x 1 column(s) x 10000 repetition(s) = 110000 runs; a sweep has at most "
+            "100000 (split it into several files)");
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: " + kTenOnes + "\n  vms.b.count: " + kTenOnes +
+                          "\ncolumns:\n  x: {}\n  y: {}\nrepetitions: 501\n"),
+            "s.yaml:7:3: sweep: 100 points x 2 column(s) x 501 repetition(s) = 100200 runs; a sweep has at most "
+            "100000 (split it into several files)");
+  std::string sixteen = "[1";
+  for (int i = 1; i < 16; ++i) sixteen += ", 1";
+  std::string huge = "sweep:\n";
+  for (int i = 0; i < 16; ++i) huge += "  vms.a.workload.x" + std::to_string(i) + ": " + sixteen + "]\n";
+  EXPECT_NE(plan_error_of(huge).find("sweep: more than 18446744073709551615 points x 1 column(s) x 1 repetition(s) = "
+                                     "more than 18446744073709551615 runs"),
+            std::string::npos)
+      << plan_error_of(huge);
+}
+
+// An unknown key of the base is reported where `vcpusim run` reports it. The runs' copies of the
+// base have no lines, and an empty key had no field either: the message named only the file.
+TEST(Sweep, UnknownKeyOfTheBaseIsReportedAtItsLineAsARunReportsIt) {
+  const std::string text = std::string(kBase) + "\"\": 1\nsweep:\n  vms.a.count: [1, 2]\n";
+  std::string run_error = "no error";
+  try {
+    load_scenario(YamlReader::load_string(text, "s.yaml"));
+  } catch (const ConfigError& e) {
+    run_error = e.what();
+  }
+  EXPECT_EQ(run_error.rfind("s.yaml:6:1: ", 0), 0u) << run_error;
+  EXPECT_NE(run_error.find("unknown key (allowed here: name, seed,"), std::string::npos) << run_error;
+  EXPECT_EQ(sweep_error_of(text), run_error);
+  EXPECT_EQ(sweep_error_of(std::string(kBase) + "hots: {smt: on}\nsweep:\n  vms.a.count: [1, 2]\n").rfind("s.yaml:6:1: hots: unknown key", 0), 0u);
+}
+
+// `vcpusim run` loads a sample of a file's sweep to check it (every run of a large sweep took
+// longer to expand than the base took to run): a small plan's every run; of a larger one, per
+// column, points that give each axis each of its values, and the last point.
+TEST(Sweep, SampleHasEveryRunOfASmallPlanAndEveryValueOfEveryAxisOfALargeOne) {
+  const auto sample = [](const std::string& extra) {
+    return expand_sweep_sample(YamlReader::load_string(std::string(kBase) + extra, "s.yaml"));
+  };
+  const std::string columns = "columns:\n  x: {}\n  y: {guest.hz: 100}\n";
+  const SweepPlan small = sample("sweep:\n  vms.a.count: [1, 2, 3]\n  vms.b.count: [1, 2]\n" + columns);
+  EXPECT_EQ(small.runs.size(), 12u);
+  std::string counts, vcpus;
+  for (int i = 0; i < 20; ++i) counts += (i ? ", " : "") + std::to_string(i + 1);
+  for (int i = 0; i < 7; ++i) vcpus += (i ? ", " : "") + std::to_string(i + 1);
+  static_assert(kSampleEveryRunUpTo < 20 * 7 * 2, "the plan below is sampled");
+  const SweepPlan large = sample("sweep:\n  vms.a.count: [" + counts + "]\n  vms.b.vcpus: [" + vcpus + "]\n" + columns);
+  EXPECT_EQ(large.runs.size(), 2u * 21u);  // 20 points each giving a count, and the last point (20, 7)
+  for (const std::string column : {"x", "y"}) {
+    std::set<int> a, b;
+    for (const SweepRun& r : large.runs)
+      if (r.column == column) {
+        a.insert(r.point.at("vms.a.count").get<int>());
+        b.insert(r.point.at("vms.b.vcpus").get<int>());
+      }
+    EXPECT_EQ(a.size(), 20u) << column;
+    EXPECT_EQ(b.size(), 7u) << column;
+  }
+  EXPECT_EQ(large.runs.back().point, (nlohmann::json{{"vms.a.count", 20}, {"vms.b.vcpus", 7}}));
+  // What a run of the file checks: a value only the sample's eighth point takes, at its line.
+  std::string run_error = "no error";
+  try {
+    load_scenario(YamlReader::load_string(std::string(kBase) + "sweep:\n  vms.a.count: [" + counts + "]\n  vms.b.vcpus: [" +
+                                              vcpus + ", 0]\n" + columns, "s.yaml"));
+  } catch (const ConfigError& e) {
+    run_error = e.what();
+  }
+  EXPECT_EQ(run_error, "s.yaml:8:38: vms[1].vcpus: 0 is out of range [1, 4096] (from 'vms.b.vcpus' here, in the sweep's "
+                       "run {\"vms.a.count\":8,\"vms.b.vcpus\":0}, column x)");
+}
+
 }  // namespace vcpusim::app

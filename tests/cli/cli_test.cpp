@@ -122,6 +122,25 @@ TEST(Cli, UnknownNamesAreListed) {
   expect_bad("topo.yaml", with("topology: desktop-4c8t", "topology: cray-1"), "3:11:", "cray-1");
 }
 
+// run and trace run the base, but the file's sweep: and columns: are checked as `vcpusim sweep`
+// checks them: `sweep: 5`, `columns: [a, b]`, an unknown swept field and a bad swept value ran
+// the base with status 0.
+TEST(Cli, RunAndTraceCheckTheSweepTheyDoNotRun) {
+  const std::string good = kGood;
+  expect_bad("sweep5.yaml", good + "sweep: 5\n", "11:8:", "sweep: expected a mapping");
+  expect_bad("columns-list.yaml", good + "columns: [a, b]\n", "11:10:", "columns: expected a mapping");
+  expect_bad("swept-field.yaml", good + "sweep:\n  vms.a.nosuch: [1]\n", "12:18:", "vms[0].nosuch: unknown key");
+  expect_bad("swept-value.yaml", good + "sweep:\n  vms.a.vcpus: [2, 0]\n", "12:20:", "vms[0].vcpus: 0 is out of range");
+  expect_bad("column-value.yaml", good + "columns:\n  x: {host.smt: maybe}\n", "12:17:", "host.smt: expected true/false");
+  const std::string f = write_temp("trace-sweep5.yaml", good + "sweep: 5\n");
+  const Outcome t = run("trace " + f + " --out " + (scratch() / "trace-sweep5.json").string());
+  EXPECT_EQ(t.status, 2) << t.output;
+  EXPECT_NE(t.output.find(f + ":11:8: sweep: expected a mapping"), std::string::npos) << t.output;
+  // A good sweep is no error, and the run is the base's.
+  const Outcome ok = run("run " + write_temp("good-sweep.yaml", good + "sweep:\n  vms.a.vcpus: [1, 2]\n"));
+  EXPECT_EQ(ok.status, 0) << ok.output;
+}
+
 TEST(Cli, WarmupMustBeShorterThanDuration) {
   expect_bad("warm.yaml", with("duration: 200ms", "duration: 200ms\nwarmup: 1s"), "3:9:", "warmup:");
 }
@@ -545,6 +564,38 @@ TEST(CliSweep, CompareRendersEveryFormat) {
   EXPECT_NE(run("compare " + d + " --format markdown").output.find("|---|---|"), std::string::npos);
   EXPECT_EQ(run("compare " + d + " --baseline nope").status, 2);
   EXPECT_EQ(run("compare " + fresh_dir("empty")).status, 2);
+}
+
+// compare reads its directories as one table: records of two scenarios were mixed in it without
+// a word (a row of one vanished under the other's columns), where merge refuses them.
+TEST(CliSweep, CompareRefusesRecordsOfTwoScenariosAsMergeDoes) {
+  std::string other = kSweep;
+  other.replace(other.find("duration: 300ms"), 15, "duration: 400ms");
+  const std::string a = fresh_dir("cmp-a"), b = fresh_dir("cmp-b");
+  ASSERT_EQ(run("sweep " + write_temp("cmp-a.yaml", kSweep) + " --out " + a + " --max-records 2").status, 0);
+  ASSERT_EQ(run("sweep " + write_temp("cmp-b.yaml", other) + " --out " + b + " --max-records 2").status, 0);
+  const Outcome o = run("compare " + a + " " + b);
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find(b + "/records.jsonl: scenario_hash: records of a different scenario than " + a +
+                          "/records.jsonl ("),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("; refusing to compare"), std::string::npos) << o.output;
+  EXPECT_EQ(run("plot " + a + " " + b + " --x vms.web.count --y vm.web.throughput --out " + fresh_dir("cmp-plot") + "/p.svg").status, 2);
+}
+
+// "<records>: no records to compare" did not say which file held none.
+TEST(CliSweep, CompareOfNoRecordsNamesTheFile) {
+  const std::string d = fresh_dir("cmp-none");
+  std::filesystem::create_directories(d);
+  { std::ofstream(d + "/records.jsonl") << ""; }
+  const Outcome empty = run("compare " + d);
+  EXPECT_EQ(empty.status, 2) << empty.output;
+  EXPECT_NE(empty.output.find(d + "/records.jsonl: no records to compare"), std::string::npos) << empty.output;
+  { std::ofstream(d + "/records.jsonl") << "{\"scenario\":\"sw\",\"col"; }  // only a torn last line
+  const Outcome torn = run("compare " + d + "/records.jsonl");
+  EXPECT_EQ(torn.status, 2) << torn.output;
+  EXPECT_NE(torn.output.find(d + "/records.jsonl: no records to compare"), std::string::npos) << torn.output;
 }
 
 // Records are appended in the order the runs finish, which --jobs changes. compare summed its
