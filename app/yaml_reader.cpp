@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 namespace vcpusim::app {
@@ -174,6 +175,25 @@ std::size_t control_at(std::string_view s) {
 
 // The quoted scalar (or key) that starts last in the text. Plain values, not a YAML::Node: a
 // Node's operator= writes through to the node it refers to.
+// A key as an error's field shows it: as written, or JSON-quoted when it is empty or holds a
+// control character (a NUL cut the message short, a newline split it).
+std::string shown_key(const std::string& key) {
+  if (!key.empty() && control_at(key) == std::string_view::npos) return key;
+  std::ostringstream os;
+  os << '"';
+  for (const char ch : key) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') os << '\\' << ch;
+    else if (ch == '\n') os << "\\n";
+    else if (ch == '\t') os << "\\t";
+    else if (ch == '\r') os << "\\r";
+    else if (c < 0x20 || c == 0x7F) os << "\\u" << std::hex << std::setw(4) << std::setfill('0') << unsigned{c} << std::dec;
+    else os << ch;
+  }
+  os << '"';
+  return os.str();
+}
+
 struct LastQuoted {
   bool found = false;
   YAML::Mark mark;
@@ -211,8 +231,8 @@ void check_node(const YAML::Node& n, const std::string& file, const std::string&
     std::vector<std::pair<std::string, YAML::Mark>> seen;
     for (const auto& kv : n) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
-      check_text(kv.first, key, child(key.empty() ? "?" : key));
-      if (kv.first.IsScalar()) note_last(kv.first, child(key.empty() ? "?" : key));
+      check_text(kv.first, key, child(shown_key(key)));
+      if (kv.first.IsScalar()) note_last(kv.first, child(shown_key(key)));
       for (const auto& [k, mark] : seen)
         if (k == key && kv.first.IsScalar())
           throw ConfigError(file, line_of(kv.first), col_of(kv.first), child(key),
