@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
-#include <iomanip>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 namespace vcpusim::app {
 namespace {
@@ -176,22 +177,10 @@ std::size_t control_at(std::string_view s) {
 // The quoted scalar (or key) that starts last in the text. Plain values, not a YAML::Node: a
 // Node's operator= writes through to the node it refers to.
 // A key as an error's field shows it: as written, or JSON-quoted when it is empty or holds a
-// control character (a NUL cut the message short, a newline split it).
+// control character (a NUL cut the message short, a newline split it), as sweep labels are.
 std::string shown_key(const std::string& key) {
   if (!key.empty() && control_at(key) == std::string_view::npos) return key;
-  std::ostringstream os;
-  os << '"';
-  for (const char ch : key) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') os << '\\' << ch;
-    else if (ch == '\n') os << "\\n";
-    else if (ch == '\t') os << "\\t";
-    else if (ch == '\r') os << "\\r";
-    else if (c < 0x20 || c == 0x7F) os << "\\u" << std::hex << std::setw(4) << std::setfill('0') << unsigned{c} << std::dec;
-    else os << ch;
-  }
-  os << '"';
-  return os.str();
+  return nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 struct LastQuoted {
