@@ -122,15 +122,10 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
   return 0;
 }
 
-// The records file a DIR argument names: DIR/records.jsonl, or the file itself.
-std::string records_path(const std::string& d) {
-  return std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
-}
-
 std::vector<nlohmann::json> records_of(const std::vector<std::string>& dirs) {
   std::vector<nlohmann::json> all;
   for (const auto& d : dirs) {
-    const std::string path = records_path(d);
+    const std::string path = app::records_file_of(d);
     if (!std::filesystem::exists(path)) throw app::ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
     for (auto& r : app::read_records(path)) all.push_back(std::move(r));
   }
@@ -358,7 +353,7 @@ int run_command_line(int argc, char** argv) {
                                                                     : std::filesystem::path(plot_dirs.front()).parent_path()) /
                   "plot.png").string();
       std::vector<app::PathArg> inputs;
-      for (const auto& d : plot_dirs) inputs.push_back({records_path(d), "the records it reads"});
+      for (const auto& d : plot_dirs) inputs.push_back({app::records_file_of(d), "the records it reads"});
       app::check_outputs_are_distinct(inputs, {{po.out, "--out"}});
       app::check_figure_path(po.out, "--out");
       app::plot_records(app::read_sweep_outputs(plot_dirs, "plot"), po);
@@ -407,7 +402,7 @@ int run_command_line(int argc, char** argv) {
                               : repro_out;
       // Every output is checked before the runs, not after them.
       const std::string records_file =
-          repro_from.empty() ? (std::filesystem::path(dir) / "records.jsonl").string() : records_path(dir);
+          repro_from.empty() ? (std::filesystem::path(dir) / "records.jsonl").string() : app::records_file_of(dir);
       app::check_outputs_are_distinct({{r.file, "the reproduction it reads"}, {records_file, "the records it reads"}},
                                       {{repro_json, "--json"}, {repro_plot, "--plot"}});
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");

@@ -58,12 +58,16 @@ void OneSweep::check(const nlohmann::json& r, const std::string& path) {
   }
 }
 
+std::string records_file_of(const std::string& d) {
+  return std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+}
+
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
   std::vector<nlohmann::json> all;
   OneSweep one(command);
   std::string paths;
   for (const auto& in : inputs) {
-    const std::string path = std::filesystem::is_directory(in) ? (std::filesystem::path(in) / "records.jsonl").string() : in;
+    const std::string path = records_file_of(in);
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
     paths += (paths.empty() ? "" : ", ") + path;
     for (auto& r : read_records(path)) {

@@ -43,6 +43,9 @@ class OneSweep {
   bool first_ = true;
 };
 
+/// The records file an output argument names: DIR/records.jsonl for a directory, else the file.
+std::string records_file_of(const std::string& dir_or_file);
+
 /// The records of sweep outputs (directories, or records.jsonl files) that `command` reads as
 /// one: ConfigError for an input with no records file, for records of two sweeps (OneSweep) and
 /// for no record at all, naming the inputs.

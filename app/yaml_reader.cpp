@@ -176,13 +176,6 @@ std::size_t control_at(std::string_view s) {
 
 // The quoted scalar (or key) that starts last in the text. Plain values, not a YAML::Node: a
 // Node's operator= writes through to the node it refers to.
-// A key as an error's field shows it: as written, or JSON-quoted when it is empty or holds a
-// control character (a NUL cut the message short, a newline split it), as sweep labels are.
-std::string shown_key(const std::string& key) {
-  if (!key.empty() && control_at(key) == std::string_view::npos) return key;
-  return nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 struct LastQuoted {
   bool found = false;
   YAML::Mark mark;
@@ -285,6 +278,11 @@ void check_raw_text(const std::string& text, const std::string& file) {
 
 }  // namespace
 
+std::string shown_key(const std::string& key) {
+  if (!key.empty() && control_at(key) == std::string_view::npos) return key;
+  return nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 YamlReader YamlReader::load_string(const std::string& text, const std::string& name) {
   std::vector<YAML::Node> docs;
   try {
@@ -353,7 +351,7 @@ void YamlReader::only(std::initializer_list<std::string_view> allowed) const {
     for (auto a : allowed) ok = ok || a == k;
     const YAML::Node& at = kv.first.Mark().is_null() ? kv.second : kv.first;  // see scenario_loader
     if (!ok)
-      throw ConfigError(file_, line_of(at), col_of(at), child_path(k.empty() ? "\"\"" : k),
+      throw ConfigError(file_, line_of(at), col_of(at), child_path(shown_key(k)),
                         "unknown key (allowed here: " + join(allowed) + ")");
   }
 }

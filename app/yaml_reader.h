@@ -95,6 +95,10 @@ class YamlReader {
   std::string path_;
 };
 
+/// A mapping key as an error's field shows it: as written, or JSON-quoted when it is empty or
+/// holds a control character (a NUL cut the message short, a newline split it), as sweep labels are.
+std::string shown_key(const std::string& key);
+
 /// Parses a duration string such as "30s" or "1.5ms"; nullopt if malformed.
 std::optional<sim::Duration> parse_duration(std::string_view text);
 /// Parses a byte size such as "1GiB"; nullopt if malformed.
