@@ -395,11 +395,16 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   if (root.has("sweep")) {
     const YamlReader sw = root.at("sweep");
     sw.require_map();
+    // Empty, it swept nothing: the base ran alone, as if the file had no sweep:. Refused as an
+    // empty columns: is.
+    if (sw.size() == 0) sw.fail("an empty mapping: give at least one swept field (or leave sweep: out)");
     for (const auto& entry : sw.node()) {
       const std::string key = entry.first.Scalar();
       const YamlReader v = sw.at(key);
       if (key == "zip") {
         v.require_sequence();
+        // No group added no axis: the sweep ran without the fields meant to move together.
+        if (v.size() == 0) v.fail("an empty list: give at least one group");
         for (std::size_t g = 0; g < v.size(); ++g) {
           const YamlReader group = v.at(g);
           group.require_map();
@@ -493,6 +498,8 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
                 // only: {axis: [values]}: at this label, that axis takes only these values.
                 const YamlReader o = ovs.at(f);
                 o.require_map();
+                // Empty, it restricted nothing: every point ran, as without it.
+                if (o.size() == 0) o.fail("an empty mapping: name at least one axis and its values (or leave only: out)");
                 for (const std::string& other : o.keys()) {
                   const YamlReader list = o.at(other);
                   list.require_sequence();
@@ -505,6 +512,8 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
                 // columns: {column: {path: value}}: overrides applied after that column's own.
                 const YamlReader c = ovs.at(f);
                 c.require_map();
+                // Empty, they changed nothing at this label, as without them.
+                if (c.size() == 0) c.fail("an empty mapping: name at least one column and its overrides (or leave columns: out)");
                 for (const std::string& col : c.keys()) {
                   const YamlReader co = c.at(col);
                   co.require_map();

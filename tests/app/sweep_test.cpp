@@ -291,6 +291,29 @@ TEST(Sweep, ZipGroupWithoutAFieldIsRefused) {
             "s.yaml:9:7: sweep.zip[1]: a zip group needs at least one field");
 }
 
+// An empty zip list, or an empty sweep:, added no axis: the base ran alone, status 0, as if the
+// file had no sweep. In a labelled entry an empty only: restricted nothing and an empty columns:
+// changed nothing. Each is refused at its line, as an empty zip group and an empty columns: are;
+// an entry's or a column's empty overrides ({}) still mean the base.
+TEST(Sweep, EmptyZipListEmptySweepAndEmptyOnlyOrColumnsOfAnEntryAreRefused) {
+  EXPECT_EQ(plan_error_of("sweep: {zip: []}\n"), "s.yaml:6:14: sweep.zip: an empty list: give at least one group");
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [1, 2]\n  zip: []\n"),
+            "s.yaml:8:8: sweep.zip: an empty list: give at least one group");
+  EXPECT_EQ(plan_error_of("sweep: {}\n"),
+            "s.yaml:6:8: sweep: an empty mapping: give at least one swept field (or leave sweep: out)");
+  EXPECT_EQ(plan_error_of("sweep: {}\ncolumns: {x: {}, y: {host.smt: off}}\n"),
+            "s.yaml:6:8: sweep: an empty mapping: give at least one swept field (or leave sweep: out)");
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    X: {only: {}}\n  vms.a.count: [1, 2]\n"),
+            "s.yaml:8:15: sweep.setup.X.only: an empty mapping: name at least one axis and its values (or leave only: out)");
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    X: {columns: {}}\ncolumns: {x: {}, y: {host.smt: off}}\n"),
+            "s.yaml:8:18: sweep.setup.X.columns: an empty mapping: name at least one column and its overrides (or leave "
+            "columns: out)");
+  EXPECT_EQ(plan_error_of("columns: {}\n"), "s.yaml:6:10: columns: columns: at least one column");
+  // Empty overrides have a meaning: this label, this column, runs the base.
+  EXPECT_EQ(plan("sweep:\n  setup: {X: {}, Y: {vms.a.vcpus: 1}}\ncolumns: {x: {}, y: {host.smt: off}}\n").runs.size(), 4u);
+  EXPECT_EQ(plan("sweep:\n  setup: {X: {columns: {x: {}}}, Y: {}}\ncolumns: {x: {}, y: {host.smt: off}}\n").runs.size(), 4u);
+}
+
 // {values: [...], paths: [...]} is told from a labelled axis by a list under either key. With an
 // extra key or without one of the two it was read as a labelled axis, and the message blamed
 // the right key ("sweep.t.values: expected a mapping").
