@@ -72,6 +72,15 @@ std::string list_plugins() {
   return s;
 }
 
+// The files a command reads from the scenario `file`, for check_outputs_are_distinct: the scenario
+// and the topology files it names (`topology: boxes/my.yaml` was replaced by `--json
+// boxes/my.yaml`: only the scenario was checked).
+std::vector<app::PathArg> scenario_inputs(const std::string& file, const std::vector<std::string>& topology_files) {
+  std::vector<app::PathArg> inputs{{file, "the scenario it reads"}};
+  for (const auto& t : topology_files) inputs.push_back({t, "a topology file the scenario names"});
+  return inputs;
+}
+
 // The scenario of run and trace: FILE or the built-in default, with the --set values applied;
 // an error in a field a --set gave is that option's.
 app::ScenarioSpec load_run_scenario(const std::string& file, const std::vector<app::CommandLineSet>& sets) {
@@ -88,7 +97,8 @@ app::ScenarioSpec load_run_scenario(const std::string& file, const std::vector<a
 int cmd_run(const std::string& file, const std::vector<std::string>& sets, const std::optional<std::uint64_t>& seed,
             const std::string& duration, const std::optional<std::uint32_t>& reps, const std::string& json_path,
             const std::string& csv_path, bool quiet) {
-  app::check_outputs_are_distinct({{file, "the scenario it reads"}}, {{json_path, "--json"}, {csv_path, "--csv"}});
+  const std::vector<app::PathArg> outputs{{json_path, "--json"}, {csv_path, "--csv"}};
+  app::check_outputs_are_distinct({{file, "the scenario it reads"}}, outputs);
   if (!json_path.empty()) app::check_output_file(json_path, "--json");
   if (!csv_path.empty()) app::check_output_file(csv_path, "--csv");
   std::optional<sim::Duration> d;
@@ -101,6 +111,8 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
                              app::duration_out_of_range(duration, app::kMinRunDuration, app::kMaxRunDuration));
   }
   app::ScenarioSpec spec = load_run_scenario(file, app::parse_command_line_sets("--set", sets));
+  // Which topology files are read is known once the scenario is loaded (a --set may name another).
+  app::check_outputs_are_distinct(scenario_inputs(file, spec.topology_files), outputs);
   if (seed) spec.seed = *seed;
   if (d) {
     if (*d <= spec.warmup) throw app::ConfigError("<command line>", 0, 0, "--duration", "must be longer than the scenario's warm-up");
@@ -130,6 +142,13 @@ std::vector<nlohmann::json> records_of(const std::vector<std::string>& dirs) {
     for (auto& r : app::read_records(path)) all.push_back(std::move(r));
   }
   return all;
+}
+
+// The records a sweep appends to may not be a file it reads: the scenario, or a topology file
+// one of its runs names (a run appended to it, or cut its last line as a torn record).
+void check_sweep_output(const std::string& file, const app::SweepPlan& plan, const app::SweepOptions& so) {
+  app::check_outputs_are_distinct(scenario_inputs(file, app::topology_files(plan)),
+                                  {{(std::filesystem::path(so.out_dir) / "records.jsonl").string(), "--out"}});
 }
 
 void print_sweep_summary(const app::SweepSummary& s) {
@@ -329,11 +348,14 @@ int run_command_line(int argc, char** argv) {
         so.progress_bar = false;  // several processes share the terminal
         auto make_plan = [&] {
           const app::YamlReader root = app::YamlReader::load_file(sweep_file);
+          app::SweepPlan plan;
           try {
-            return app::expand_sweep(app::apply_command_line_sets(root, set_list));
+            plan = app::expand_sweep(app::apply_command_line_sets(root, set_list));
           } catch (const app::ConfigError& e) {
             throw app::blame_command_line_sets(set_list, root.node(), e);
           }
+          check_sweep_output(sweep_file, plan, so);
+          return plan;
         };
         return app::run_mpi_sweep(make_plan, so, std::cerr, print_sweep_summary);
       }
@@ -341,6 +363,7 @@ int run_command_line(int argc, char** argv) {
       try {
         const app::SweepPlan plan = app::expand_sweep(app::apply_command_line_sets(file_root, set_list));
         app::check_sets_reach_a_run(set_list, plan);
+        check_sweep_output(sweep_file, plan, so);
         print_sweep_summary(app::run_sweep(plan, so, std::cerr));
       } catch (const app::ConfigError& e) {
         throw app::blame_command_line_sets(set_list, file_root.node(), e);
@@ -403,8 +426,12 @@ int run_command_line(int argc, char** argv) {
       // Every output is checked before the runs, not after them.
       const std::string records_file =
           repro_from.empty() ? (std::filesystem::path(dir) / "records.jsonl").string() : app::records_file_of(dir);
-      app::check_outputs_are_distinct({{r.file, "the reproduction it reads"}, {records_file, "the records it reads"}},
-                                      {{repro_json, "--json"}, {repro_plot, "--plot"}});
+      std::vector<app::PathArg> reads{{r.file, "the reproduction it reads"}};
+      for (const auto& t : app::topology_files(r.plan)) reads.push_back({t, "a topology file the scenario names"});
+      // The runs append to DIR/records.jsonl, as a sweep's do: it must not be a file they read.
+      if (repro_from.empty()) app::check_outputs_are_distinct(reads, {{records_file, "--out"}});
+      reads.push_back({records_file, "the records it reads"});
+      app::check_outputs_are_distinct(reads, {{repro_json, "--json"}, {repro_plot, "--plot"}});
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");
       if (!repro_json.empty()) app::check_output_file(repro_json, "--json");
       if (repro_from.empty()) {
@@ -440,6 +467,7 @@ int run_command_line(int argc, char** argv) {
       app::check_outputs_are_distinct({{trace_file, "the scenario it reads"}}, {{trace_out, "--out"}});
       app::check_output_file(trace_out, "--out");
       app::ScenarioSpec spec = load_run_scenario(trace_file, app::parse_command_line_sets("--set", trace_sets));
+      app::check_outputs_are_distinct(scenario_inputs(trace_file, spec.topology_files), {{trace_out, "--out"}});
       const auto dots = trace_window.find("..");
       std::optional<sim::Duration> from, to;
       // Exactly one "..": '0s...10ms' was read as 0s and '.10ms', a 0.1 ms window.
@@ -466,7 +494,11 @@ int run_command_line(int argc, char** argv) {
     }
     if (*bench) {
       std::vector<app::PathArg> inputs;
-      for (const auto& f : app::bench_scenario_files()) inputs.push_back({f, "a scenario it measures"});
+      for (const auto& f : app::bench_scenario_files()) {
+        inputs.push_back({f, "a scenario it measures"});
+        for (const auto& t : app::load_scenario_file(f).topology_files) inputs.push_back({t, "a topology file it reads"});
+      }
+      for (const auto& t : app::load_default_scenario().topology_files) inputs.push_back({t, "a topology file it reads"});
       app::check_outputs_are_distinct(inputs, {{bench_json, "--json"}});
       if (!bench_json.empty()) app::check_output_file(bench_json, "--json");
       const auto j = app::run_bench(bo, std::cout);

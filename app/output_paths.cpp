@@ -55,8 +55,9 @@ fs::path resolved(const fs::path& p) {
   return ec ? a.lexically_normal() : c;
 }
 
-/// Whether names `a` and `b` lead to one file: the same inode when both exist (hard links and bind
-/// mounts too), else the same resolved path, so that two outputs not yet written can clash.
+}  // namespace
+
+// Two outputs not yet written clash when their resolved paths do.
 bool same_file(const std::string& a, const std::string& b) {
   const fs::path fa = written_file(a), fb = written_file(b);
   std::error_code ea, eb;
@@ -70,15 +71,23 @@ bool same_file(const std::string& a, const std::string& b) {
   return resolved(fa) == resolved(fb);
 }
 
-}  // namespace
-
 void check_outputs_are_distinct(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs) {
   auto named = [](const PathArg& p, const PathArg& other) {
     return p.path == other.path ? std::string() : " (" + p.path + ")";
   };
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const PathArg& o = outputs[i];
-    if (o.path.empty() || o.path == "-") continue;
+    if (o.path == "-") {
+      // Two texts on standard output (--json - --csv -) came out one after the other, a JSON
+      // document and a CSV table in one stream that no reader of either format can take.
+      for (std::size_t j = 0; j < i; ++j)
+        if (outputs[j].path == "-")
+          throw ConfigError("<command line>", 0, 0, o.what,
+                            "'-' (standard output) is " + outputs[j].what + "'s too: two outputs would interleave there; "
+                            "give one of them a file");
+      continue;
+    }
+    if (o.path.empty()) continue;
     for (const PathArg& in : inputs)
       if (!in.path.empty() && in.path != "-" && same_file(o.path, in.path))
         throw ConfigError("<command line>", 0, 0, o.what,

@@ -25,11 +25,17 @@ struct PathArg {
 };
 
 /// Refuses an output that is one of the command's inputs (the results would replace the scenario
-/// being read) or the same file as an earlier output (one would silently replace the other): a
-/// ConfigError on the command line naming the output's option. Two names are the same file when
-/// they lead to one (symbolic links, hard links, `./`, `..` all count); "-" (stdout) and empty
+/// being read), the same file as an earlier output (one would silently replace the other) or,
+/// for "-", standard output when an earlier output has it (two formats would interleave there):
+/// a ConfigError on the command line naming the output's option and the other's. Two names are
+/// the same file when they lead to one (symbolic links, hard links, `./`, `..` all count); empty
 /// paths are left to the other checks.
 void check_outputs_are_distinct(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs);
+
+/// Whether names `a` and `b` lead to one file, as check_outputs_are_distinct compares them: the
+/// same inode when both exist (symbolic and hard links, `./`, `..`, a trailing `/`), else the same
+/// resolved path.
+bool same_file(const std::string& a, const std::string& b);
 
 /// Creates directory `dir` (given to `option`) if it is missing; a ConfigError naming the option
 /// if it cannot be, or if it is a file.

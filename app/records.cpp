@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "app/config_error.h"
+#include "app/output_paths.h"
 
 namespace vcpusim::app {
 
@@ -66,8 +67,15 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   std::vector<nlohmann::json> all;
   OneSweep one(command);
   std::string paths;
-  for (const auto& in : inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string& in = inputs[i];
     const std::string path = records_file_of(in);
+    // One output named twice (`A A`, `A A/`, a link to A) had its records read twice: every
+    // sample counted twice, so stddevs shrank and a t-test found differences that are not there.
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_file(path, records_file_of(inputs[j])))
+        throw ConfigError("<command line>", 0, 0, "DIR",
+                          "'" + in + "' and '" + inputs[j] + "' are one sweep output given twice: its records would be counted twice");
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
     paths += (paths.empty() ? "" : ", ") + path;
     for (auto& r : read_records(path)) {

@@ -47,7 +47,8 @@ class OneSweep {
 std::string records_file_of(const std::string& dir_or_file);
 
 /// The records of sweep outputs (directories, or records.jsonl files) that `command` reads as
-/// one: ConfigError for an input with no records file, for records of two sweeps (OneSweep) and
+/// one: ConfigError for an input with no records file, for two inputs that name one records file
+/// (however spelt: `A`, `A/`, `A/records.jsonl`, a link), for records of two sweeps (OneSweep) and
 /// for no record at all, naming the inputs.
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command);
 

@@ -56,6 +56,11 @@ struct ScenarioSpec {
   sim::Duration warmup = 0;
   std::uint32_t repetitions = 1;
   topo::TopologySpec topology;
+  /// The topology files loading it read (topology_file() in app/topology_loader.h): the base's,
+  /// unless `topology:` is a mapping, then those of the runs of its sweep: and columns: that it
+  /// checks (expand_sweep_sample: each value of each axis). Inputs of the command, which no
+  /// output may replace.
+  std::vector<std::string> topology_files;
   hv::HostSpec host;
   std::string policy = "rr";
   sim::ParamValues policy_params;

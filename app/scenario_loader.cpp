@@ -547,6 +547,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   const YamlReader topo_r = root.at("topology");
   const topo::Topology topology = load_topology(topo_r);
   s.topology = topology.spec();
+  if (std::string f = topology_file(topo_r); !f.empty()) s.topology_files.push_back(std::move(f));
 
   if (root.has("host")) {
     const YamlReader h = root.at("host");
@@ -644,7 +645,10 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     const SweepPlan sample = expand_sweep_sample(root);
     for (const SweepRun& run : sample.runs) {
       try {
-        load_scenario(YamlReader(run.document, sample.file, ""));
+        // A swept topology file is read here too: an input, as the base's is.
+        for (std::string& f : load_scenario(YamlReader(run.document, sample.file, "")).topology_files)
+          if (std::find(s.topology_files.begin(), s.topology_files.end(), f) == s.topology_files.end())
+            s.topology_files.push_back(std::move(f));
       } catch (const ConfigError& e) {
         throw locate_in_sweep(sample, run, e);
       }

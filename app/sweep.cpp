@@ -7,6 +7,7 @@
 #include <set>
 
 #include "app/scenario.h"
+#include "app/topology_loader.h"
 #include "sim/rng.h"
 
 namespace vcpusim::app {
@@ -730,6 +731,23 @@ SweepPlan expand_sweep(const YamlReader& root) {
   SweepPlan plan;
   add_every_run(parse_sweep(root, plan), plan);
   return plan;
+}
+
+std::vector<std::string> topology_files(const SweepPlan& plan) {
+  std::vector<std::string> files;
+  std::set<std::string> values;  // a value resolves alike in every run: all are read as plan.file
+  for (const SweepRun& run : plan.runs) {
+    const YamlReader doc(run.document, plan.file, "");
+    if (!doc.is_map() || !doc.has("topology")) continue;
+    const YamlReader t = doc.at("topology");
+    if (t.is_scalar() && !values.insert(t.as_string()).second) continue;
+    try {
+      if (std::string f = topology_file(t); !f.empty() && std::find(files.begin(), files.end(), f) == files.end())
+        files.push_back(std::move(f));
+    } catch (const ConfigError&) {  // the run's loading says so, with the run named
+    }
+  }
+  return files;
 }
 
 SweepPlan expand_sweep_sample(const YamlReader& root) {

@@ -74,6 +74,11 @@ inline constexpr std::uint64_t kSampleEveryRunUpTo = 256;
 /// a file's sweep: expanding every run of a large sweep took longer than running the base.
 SweepPlan expand_sweep_sample(const YamlReader& root);
 
+/// The topology files the runs of `plan` read (topology_file() in app/topology_loader.h), each
+/// once, in the order of the runs: inputs of the command, which no output may replace. A value
+/// that names no file is left out: loading that run reports it, in its place.
+std::vector<std::string> topology_files(const SweepPlan& plan);
+
 /// A dotted override path as the loader names fields, walking `base` ("vms.a.count" is
 /// "vms[0].count" when VM a is the first element of vms:); past the base's end the rest of the
 /// path is joined by dots.

@@ -142,15 +142,20 @@ topo::TopologySpec spec_from_map(const YamlReader& m, const std::string& default
 
 Source resolve(const YamlReader& r) {
   if (r.is_map()) return {spec_from_map(r, "inline"), r};
-  if (!r.is_scalar() || r.is_null())
-    r.fail("expected a preset name, a path to a topology file, or a mapping");
-  const std::string path = locate(r, r.as_string());
+  const std::string path = topology_file(r);
   YamlReader file = YamlReader::load_file(path);
   if (!file.is_map()) file.fail("a topology file holds a mapping (sockets, cores_per_socket, ...)");
   return {spec_from_map(file, fs::path(path).stem().string()), file};
 }
 
 }  // namespace
+
+std::string topology_file(const YamlReader& r) {
+  if (r.is_map()) return "";
+  if (!r.is_scalar() || r.is_null())
+    r.fail("expected a preset name, a path to a topology file, or a mapping");
+  return locate(r, r.as_string());
+}
 
 topo::TopologySpec load_topology_spec(const YamlReader& r) { return resolve(r).spec; }
 

@@ -30,6 +30,12 @@ namespace vcpusim::app {
 /// load_topology(), whose errors point at the line.
 topo::TopologySpec load_topology_spec(const YamlReader& r);
 
+/// The file that `r` (the scenario's `topology:` value) makes the loader read, resolved as
+/// load_topology() resolves it: a preset's file, or a path (beside the scenario, absolute, or in
+/// a config directory); "" for an inline mapping. An input of the command, so no output may
+/// replace it. ConfigError, as load_topology()'s, for a value that names no file.
+std::string topology_file(const YamlReader& r);
+
 /// Reads the spec and builds the machine. A TopologyError becomes a ConfigError at the
 /// offending field's node (the element, for a bad distances or latency_ns entry), in whichever
 /// file holds it, or at `r` when the field was left out.

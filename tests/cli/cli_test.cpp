@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -251,7 +252,7 @@ TEST(Cli, TraceWindowIsExactlyFromDotDotTo) {
 
 // An output naming the file the command reads replaced the scenario with its results, and two
 // outputs naming one file kept only the last; both are refused before any work, however the
-// name is spelt (./, .., a symbolic or a hard link). "-" (stdout) may be given twice.
+// name is spelt (./, .., a symbolic or a hard link).
 TEST(Cli, OutputThatIsAnInputOrAnotherOutputIsRefused) {
   namespace fs = std::filesystem;
   const fs::path dir = fresh_dir("same-file");
@@ -268,6 +269,10 @@ TEST(Cli, OutputThatIsAnInputOrAnotherOutputIsRefused) {
   fs::create_directories(dir / "configs" / "bench");
   const std::string bench_input = d + "/configs/bench/epyc-large.yaml";
   fs::copy_file(std::string(root) + "/configs/bench/epyc-large.yaml", bench_input);
+  // ... and its machine, a preset it reads the same way (epyc-large.yaml names epyc-2s-64c).
+  fs::create_directories(dir / "configs" / "topologies");
+  const std::string bench_topology = d + "/configs/topologies/epyc-2s-64c.yaml";
+  fs::copy_file(std::string(root) + "/configs/topologies/epyc-2s-64c.yaml", bench_topology);
   const std::string records = d + "/records.png";  // a records file a figure could be named after
   { std::ofstream(records) << "{}\n"; }
   const struct {
@@ -286,6 +291,7 @@ TEST(Cli, OutputThatIsAnInputOrAnotherOutputIsRefused) {
        "--plot: '" + d + "/fig.png' is --json's file too"},
       {"plot " + records + " --x a --y b --out " + records, "--out: '" + records + "' is the records it reads"},
       {"bench --quick --json " + bench_input, "--json: '" + bench_input + "' is a scenario it measures"},
+      {"bench --quick --json " + bench_topology, "--json: '" + bench_topology + "' is a topology file it reads"},
   };
   for (const auto& b : bad) {
     const Outcome o = shell("VCPUSIM_CONFIG_DIR=" + d + "/configs timeout 120 " + binary() + " " + b.command);
@@ -296,8 +302,97 @@ TEST(Cli, OutputThatIsAnInputOrAnotherOutputIsRefused) {
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), kGood);  // the scenario is intact
   EXPECT_FALSE(fs::exists(dir / "r.out"));
   EXPECT_FALSE(fs::exists(rep));  // refused before the sweep made its directory
-  const Outcome both = run("run " + f + " --duration 20ms --json - --csv -");
-  EXPECT_EQ(both.status, 0) << both.output;
+}
+
+// A topology file the scenario names is an input as the scenario is, but only the scenario was
+// checked: `run s.yaml --json topo.yaml` replaced the machine with the results. The file is
+// found as the loader finds it (beside the scenario, a --set's path, a swept value, a preset on
+// the config path) and refused however the output spells it, by run, trace, sweep and reproduce.
+TEST(Cli, OutputThatIsATopologyFileTheScenarioNamesIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("topo-file");
+  fs::create_directories(dir / "sub");
+  fs::create_directories(dir / "configs" / "topologies");
+  const std::string d = dir.string(), machine = "sockets: 1\ncores_per_socket: 2\nthreads_per_core: 2\nnodes: 1\n";
+  for (const char* name : {"topo.yaml", "swept.yaml", "set.yaml", "configs/topologies/box.yaml"})
+    std::ofstream(dir / name) << machine;
+  std::ofstream(dir / "records.jsonl") << machine;  // a topology file where a sweep's records go
+  const auto scenario = [&](const std::string& name, const std::string& topology, const std::string& extra = "") {
+    const std::string path = d + "/" + name;
+    std::ofstream(path) << with("topology: desktop-4c8t", "topology: " + topology) + extra;
+    return path;
+  };
+  const std::string f = scenario("s.yaml", "topo.yaml"), swept = scenario("swept-s.yaml", "desktop-4c8t",
+                                                                          "sweep:\n  topology: [desktop-4c8t, swept.yaml]\n");
+  const std::string preset = scenario("preset.yaml", "box"), in_out = scenario("records-s.yaml", "./records.jsonl");
+  const std::string swept_out = scenario("swept-out.yaml", "desktop-4c8t", "sweep:\n  topology: [desktop-4c8t, ./records.jsonl]\n");
+  std::string repro = std::string("source: t\nmetric: vm.a.throughput\nrows: vms.a.count\n") +
+                      "baseline: {row: 1}\nscenario:\n";
+  {
+    std::istringstream in(with("topology: desktop-4c8t", "topology: topo.yaml") + "sweep: {vms.a.count: [1, 2]}\n");
+    for (std::string line; std::getline(in, line);) repro += "  " + line + "\n";
+  }
+  repro += "published:\n  - {row: 1, value: 1}\n  - {row: 2, value: 1}\n";
+  { std::ofstream(d + "/repro.yaml") << repro; }
+  // A reproduction's runs append to DIR/records.jsonl as a sweep's do.
+  {
+    std::string r2 = repro;
+    r2.replace(r2.find("topology: topo.yaml"), 19, "topology: ./records.jsonl");
+    std::ofstream(d + "/repro-records.yaml") << r2;
+  }
+  const std::string rep = fresh_dir("topo-file-rep"), message = "' is a topology file the scenario names";
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --json " + d + "/topo.yaml", "--json: '" + d + "/topo.yaml" + message + ": the results would overwrite it"},
+      {"run " + f + " --csv " + d + "/sub/../topo.yaml", "--csv: '" + d + "/sub/../topo.yaml" + message + " (" + d + "/topo.yaml)"},
+      {"run " + f + " --set topology=" + d + "/set.yaml --json " + d + "/set.yaml", "--json: '" + d + "/set.yaml" + message},
+      {"run " + swept + " --json " + d + "/swept.yaml", "--json: '" + d + "/swept.yaml" + message},
+      {"run " + preset + " --json " + d + "/configs/topologies/box.yaml", "--json: '" + d + "/configs/topologies/box.yaml" + message},
+      {"trace " + f + " --out " + d + "/topo.yaml", "--out: '" + d + "/topo.yaml" + message},
+      {"sweep " + in_out + " --out " + d, "--out: '" + d + "/records.jsonl" + message},
+      {"sweep " + swept_out + " --out " + d + "/sub/..", "--out: '" + d + "/sub/../records.jsonl" + message},
+      {"reproduce " + d + "/repro.yaml --out " + rep + " --json " + d + "/topo.yaml", "--json: '" + d + "/topo.yaml" + message},
+      {"reproduce " + d + "/repro-records.yaml --out " + d, "--out: '" + d + "/records.jsonl" + message},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = shell("VCPUSIM_CONFIG_DIR=" + d + "/configs timeout 120 " + binary() + " " + b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find("<command line>: " + b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+  for (const char* name : {"topo.yaml", "swept.yaml", "set.yaml", "configs/topologies/box.yaml", "records.jsonl"}) {
+    std::ifstream in(dir / name);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), machine) << name;  // every machine is intact
+  }
+  EXPECT_FALSE(fs::exists(rep));  // refused before the sweep made its directory
+  const Outcome ok = run("run " + f + " --duration 20ms --json " + d + "/sub/out.json");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+}
+
+// `--json - --csv -` wrote a JSON document and a CSV table one after the other on standard
+// output, which no reader of either format takes. Two outputs to '-' are exit 2 naming both
+// options, before any run; one is fine.
+TEST(Cli, TwoOutputsToStandardOutputAreRefused) {
+  const std::string f = write_temp("two-stdout.yaml", kGood), rep = fresh_dir("two-stdout-rep");
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --json - --csv -", "<command line>: --csv: '-' (standard output) is --json's too: two outputs would "
+                                         "interleave there; give one of them a file"},
+      {"reproduce smt-corun-sysbench --out " + rep + " --json - --plot -",
+       "<command line>: --plot: '-' (standard output) is --json's too"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = run(b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+    EXPECT_EQ(o.output.find("\"runs\""), std::string::npos) << b.command << ": " << o.output;  // nothing ran
+  }
+  EXPECT_FALSE(std::filesystem::exists(rep));
+  for (const std::string& one : {" --json - --csv " + fresh_dir("two-stdout-csv") + ".csv", std::string(" --csv -")}) {
+    const Outcome o = run("run " + f + " --duration 20ms" + one);
+    EXPECT_EQ(o.status, 0) << one << ": " << o.output;
+  }
 }
 
 // Results written to a full disk were lost without a word (exit 0), the table and `--json -`
@@ -541,6 +636,15 @@ TEST(CliSweep, BuildIdNamesTheCommitAndEachDistinctEditOfIt) {
   EXPECT_NE(edit1, edit2);
 }
 
+// `sweep: {zip: []}` ran the base alone, status 0: one record where the file promised a sweep.
+TEST(CliSweep, EmptyZipListIsExitTwoBeforeAnyRun) {
+  const std::string f = write_temp("empty-zip.yaml", std::string(kGood) + "sweep: {zip: []}\n"), d = fresh_dir("empty-zip");
+  const Outcome o = run("sweep " + f + " --out " + d);
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find(f + ":11:14: sweep.zip: an empty list: give at least one group"), std::string::npos) << o.output;
+  EXPECT_FALSE(std::filesystem::exists(d + "/records.jsonl"));
+}
+
 TEST(CliSweep, BadPathIsExitTwoNamingIt) {
   std::string bad = kSweep;
   bad.replace(bad.find("vms.web.count"), 13, "vms.wbe.count");
@@ -582,6 +686,30 @@ TEST(CliSweep, CompareRefusesRecordsOfTwoScenariosAsMergeDoes) {
       << o.output;
   EXPECT_NE(o.output.find("; refusing to compare"), std::string::npos) << o.output;
   EXPECT_EQ(run("plot " + a + " " + b + " --x vms.web.count --y vm.web.throughput --out " + fresh_dir("cmp-plot") + "/p.svg").status, 2);
+}
+
+// `compare A A` read A's records twice: every sample counted twice, so a cell's stddev shrank and
+// the t-test marked differences that are not there; plot's error bars shrank the same way. Two
+// arguments naming one records file, however spelt (a trailing /, the file itself, a link), are
+// exit 2 naming both.
+TEST(CliSweep, CompareAndPlotRefuseOneSweepOutputGivenTwice) {
+  namespace fs = std::filesystem;
+  const std::string a = fresh_dir("twice");
+  ASSERT_EQ(run("sweep " + write_temp("twice.yaml", kSweep) + " --out " + a + " --max-records 2").status, 0);
+  const std::string link = fresh_dir("twice-link");
+  fs::create_directory_symlink(a, link);
+  for (const std::string& second : {a, a + "/", a + "/records.jsonl", link}) {
+    const Outcome o = run("compare " + a + " " + second);
+    EXPECT_EQ(o.status, 2) << second << ": " << o.output;
+    EXPECT_NE(o.output.find("<command line>: DIR: '" + second + "' and '" + a +
+                            "' are one sweep output given twice: its records would be counted twice"),
+              std::string::npos)
+        << second << ": " << o.output;
+    const Outcome p = run("plot " + a + " " + second + " --x vms.web.count --y vm.web.throughput --out " + a + "/p.svg");
+    EXPECT_EQ(p.status, 2) << second << ": " << p.output;
+    EXPECT_NE(p.output.find("given twice"), std::string::npos) << second << ": " << p.output;
+  }
+  EXPECT_EQ(run("compare " + a).status, 0);  // once is fine
 }
 
 // "<records>: no records to compare" did not say which file held none.
