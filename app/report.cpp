@@ -86,6 +86,15 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
                    "core-wide pick (core scheduling); % of the domain's vCPUs' time.\n");
   fmt::print(os, "run: {} events{}, host utilisation {:.1f}%\n", human(events), reps ? " in all" : "",
              100.0 * util / static_cast<double>(runs.size()));
+  if (runs[0].has_cpuidle) {
+    double exits = 0, exit_us = 0;
+    for (const auto& r : runs) {
+      exits += r.idle_exits_per_s;
+      exit_us += r.idle_exit_us;
+    }
+    const auto n = static_cast<double>(runs.size());
+    fmt::print(os, "idle states: {:.0f} exits/s, mean exit latency {:.1f} us\n", exits / n, exit_us / n);
+  }
   fmt::print(os, "timing: wall {:.3f} s, {} events/s, simulated/wall {:.1f}x\n", wall,
              human(wall > 0 ? events / wall : 0), wall > 0 ? sim_s / wall : 0.0);
 }

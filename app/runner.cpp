@@ -96,6 +96,10 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
   double busy = 0;
   for (hv::PcpuId p = 0; p < topology.num_threads(); ++p) busy += static_cast<double>(host.pcpu_busy(p));
   r.host_utilisation = busy / (meas * host.usable_pcpus().count());
+  r.has_cpuidle = spec.host.cpuidle.enabled();
+  const hv::CpuidleStats& idle = host.cpuidle_stats();
+  r.idle_exits_per_s = static_cast<double>(idle.exits) / meas_s;
+  r.idle_exit_us = idle.exits ? static_cast<double>(idle.exit_ns) / 1e3 / static_cast<double>(idle.exits) : 0.0;
   for (const Dom& d : doms) {
     DomainResult dr = domain_identity(spec, *d.group, *d.spec, d.os->workload(), host.topology());
     dr.throughput = d.os->results().throughput;
@@ -161,6 +165,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
 std::set<std::string> metric_names(const ScenarioSpec& spec) {
   const topo::Topology topology = topo::build_topology(spec.topology);
   RunResult r;
+  r.has_cpuidle = spec.host.cpuidle.enabled();
   for (const GroupSpec& g : spec.groups) {
     const std::unique_ptr<guest::Workload> w = make_workload(g.workload);
     for (const hv::DomainSpec& d : g.instances) {
@@ -265,6 +270,10 @@ std::map<std::string, double> RunResult::metrics() const {
   m["events"] = static_cast<double>(events);
   m["events_stale"] = static_cast<double>(stale_events);
   m["host_utilisation"] = host_utilisation;
+  if (has_cpuidle) {
+    m["idle_exits_per_s"] = idle_exits_per_s;
+    m["idle_exit_us"] = idle_exit_us;
+  }
   return m;
 }
 

@@ -87,6 +87,10 @@ struct RunResult {
   sim::Duration simulated = 0;
   sim::Duration measured = 0;
   double host_utilisation = 0;  ///< busy time over usable threads x measured
+  /// Idle states (host.cpuidle): wake-ups of an idle pCPU that left one, per second, and the
+  /// mean exit latency they waited (polls count in neither). Reported only with idle states.
+  bool has_cpuidle = false;
+  double idle_exits_per_s = 0, idle_exit_us = 0;
   RunTiming timing;
   /// Every per-domain, per-group and per-run figure by dotted name (vm.db.throughput, events...).
   std::map<std::string, double> metrics() const;

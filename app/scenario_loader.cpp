@@ -402,6 +402,44 @@ void read_halt_poll(const YamlReader& h, const std::string& policy, hv::HaltPoll
                          " host's vCPU gives up its pCPU when it blocks");
 }
 
+// host.cpuidle: {states: TABLE | [{name, exit_latency, target_residency}, ...]} (hypervisor/
+// cpuidle.h has the tables and their source). Absent: no idle states, a pCPU wakes at once.
+void read_cpuidle(const YamlReader& h, hv::CpuidleParams& p) {
+  if (!h.has("cpuidle")) return;
+  const YamlReader r = h.at("cpuidle");
+  r.require_map();
+  r.only({"states"});
+  if (!r.has("states")) r.fail("missing required key 'states' (a table name or a list of idle states)");
+  const YamlReader st = r.at("states");
+  if (st.is_scalar()) {
+    const auto table = hv::idle_state_table(st.as_string());
+    if (!table) {
+      std::string all;
+      for (auto n : hv::idle_state_tables()) all += (all.empty() ? "" : ", ") + std::string(n);
+      st.fail("unknown idle-state table '" + st.as_string() + "' (known: " + all + ")");
+    }
+    p.states = *table;
+    return;
+  }
+  st.require_sequence();
+  if (st.size() == 0) st.fail("an empty list: give at least one idle state (or leave cpuidle out)");
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    const YamlReader e = st.at(i);
+    e.require_map();
+    e.only({"name", "exit_latency", "target_residency"});
+    for (const char* k : {"name", "exit_latency", "target_residency"})
+      if (!e.has(k)) e.fail(std::string("missing required key '") + k + "'");
+    hv::IdleState s{e.get_string("name", ""), e.get_duration("exit_latency", 0, 0, sim::ms(100)),
+                    e.get_duration("target_residency", 0, 0, sim::seconds(1))};
+    // menu takes the deepest state whose residency the prediction reaches, walking them in order.
+    if (!p.states.empty() && (s.target_residency < p.states.back().target_residency ||
+                              s.exit_latency < p.states.back().exit_latency))
+      e.fail("idle states go shallowest first: exit_latency and target_residency may not fall below the "
+             "previous state's");
+    p.states.push_back(std::move(s));
+  }
+}
+
 // host.core_sched (with host.core_scheduling: cookie): a variant preset (core_sched.h), the
 // cookie assignment, and any switch overriding the preset.
 void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
@@ -552,7 +590,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   if (root.has("host")) {
     const YamlReader h = root.at("host");
     only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "sched_gran", "context_switch", "resched_ipi", "migration",
-                  "smt_interference", "ple", "halt_poll"});
+                  "smt_interference", "ple", "halt_poll", "cpuidle"});
     s.host.smt = h.get_bool("smt", true);
     const std::string gran = h.get_enum("core_scheduling", "none", {"none", "cookie", "core"});
     if (gran == "cookie") read_core_sched(h, s.host.core_sched);
@@ -578,6 +616,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     }
     read_ple(h, s.policy, s.host.ple);
     read_halt_poll(h, s.policy, s.host.halt_poll);
+    read_cpuidle(h, s.host.cpuidle);
     // sched-gran=core is Xen's (core.c, any Xen scheduler); a KVM host's CFS has no such mode:
     // Linux closes the SMT channel with cookies (core_scheduling: cookie) or nosmt.
     if (s.host.sched_gran.core && s.policy == "cfs")

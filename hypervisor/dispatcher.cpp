@@ -137,6 +137,7 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
   pc.busy += now_ - pc.busy_since;
   if (trace_) trace_->run_end(p, prev, now_);
   pc.curr = kIdle;
+  pc.idle_since = now_;
   idle_.set(p);
   ++v.poll_gen;  // a pending poll wake-up is for a vCPU still on its pCPU
   // kvm_sched_out: preempted unless it halted; the guest's mode is its work's (ple.h, MODEL).
@@ -145,7 +146,28 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
   retime_siblings(p);
 }
 
+// The exit latency of the idle state p leaves to run an entity (cpuidle.h): the state menu chose
+// when p went idle, from the idle periods before this one, which it then records. 0 when p was
+// not idle (a switch from one entity to the next) or has no idle states.
+sim::Duration Host::idle_exit(PcpuId p, VcpuId next) {
+  const Pcpu& pc = pcpus_[p];
+  if (!spec_.cpuidle.enabled() || pc.idle_since >= now_) return 0;
+  MenuGovernor& gov = menu_[p];
+  const int state = gov.select(spec_.cpuidle.states);
+  gov.record(now_ - pc.idle_since);
+  if (state < 0) return 0;  // polled: no exit latency
+  const sim::Duration exit = spec_.cpuidle.states[static_cast<std::size_t>(state)].exit_latency;
+  if (now_ >= spec_.warmup) {
+    ++idle_stats_.exits;
+    idle_stats_.exit_ns += exit;
+  }
+  if (trace_) trace_->instant("idle-exit", next, p, now_);
+  return exit;
+}
+
 void Host::switch_in(PcpuId p, VcpuId next) {
+  // Neither the switch-in nor the idle state's exit makes progress (exec_model.h, cpuidle.h).
+  const sim::Duration entry = spec_.exec.context_switch + idle_exit(p, next);
   fold_smt_shared(p);
   Pcpu& pc = pcpus_[p];
   Vcpu& v = vcpus_[next];
@@ -161,7 +183,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
     sim::Duration cold = domains_[v.domain].cold_duration;
     if (!topo_.same_node(v.last_ran, p)) cold = static_cast<sim::Duration>(cold * spec_.exec.cold_cross_node_factor);
     if (cold > 0) {
-      v.cold_until = now_ + spec_.exec.context_switch + cold;
+      v.cold_until = now_ + entry + cold;
       queue_.push(v.cold_until, sim::Phase::kGuest, kColdEnd, next, ++v.cold_gen);
     }
   } else if (v.last_ran != kNoPcpu && v.last_ran != p) {
@@ -173,7 +195,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
   }
   v.pcpu = p;
   v.last_ran = p;
-  v.stall_until = now_ + spec_.exec.context_switch;
+  v.stall_until = now_ + entry;
   v.progress_since = now_;
   ple_.clear_preempted(next);  // kvm_sched_in
   ple_arm(v, true);  // vmx_vcpu_load after a schedule-out: shrink the window, restart the count

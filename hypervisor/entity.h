@@ -90,6 +90,7 @@ struct Pcpu {
   std::uint64_t ipi_gen = 0;
   sim::Duration busy = 0;           ///< time an entity occupied it
   sim::Time busy_since = 0;
+  sim::Time idle_since = 0;         ///< when it last became idle (cpuidle.h)
   sim::Time smt_mark = 0;           ///< since when its entity's SMT-shared time is folded (Host::fold_smt_shared)
   std::uint64_t switches = 0;       ///< context switches it performed
   // Core scheduling (core_sched.cpp): forced idle = idle by the core-wide pick although the

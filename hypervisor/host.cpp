@@ -121,6 +121,7 @@ void Host::start() {
   dom_fi_base_.assign(domains_.size(), 0);
   ple_.init(spec_.ple, static_cast<std::uint32_t>(vcpus_.size()), static_cast<std::uint32_t>(domains_.size()));
   poll_stats_.assign(domains_.size(), HaltPollStats{});
+  menu_.assign(pcpus_.size(), MenuGovernor{});
   if (spec_.warmup > 0) queue_.push(spec_.warmup, sim::Phase::kStats, kMeasureStart, 0, 0);
 }
 

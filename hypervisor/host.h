@@ -30,6 +30,7 @@
 #include "hypervisor/core_sched.h"
 #include "hypervisor/entity.h"
 #include "hypervisor/exec_model.h"
+#include "hypervisor/cpuidle.h"
 #include "hypervisor/halt_poll.h"
 #include "hypervisor/ple.h"
 #include "hypervisor/policy_api.h"
@@ -49,6 +50,7 @@ struct HostSpec {
   CoreSchedParams core_sched; ///< core scheduling (enabled = false: off)
   PleParams ple;              ///< pause-loop exiting (enabled = false: off; ple.h)
   HaltPollParams halt_poll;   ///< KVM halt polling (enabled = false: off; halt_poll.h)
+  CpuidleParams cpuidle;      ///< idle states and the menu governor (no states: off; cpuidle.h)
   SchedGranParams sched_gran; ///< Xen sched-gran=core units (core = false: per-vCPU scheduling)
 };
 
@@ -134,6 +136,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   const PleStats& ple_stats(DomainId d) const { return ple_.stats(d); }
   /// Halt-polling counters of domain d over the measured interval (zeros when off).
   const HaltPollStats& halt_poll_stats(DomainId d) const { return poll_stats_[d]; }
+  /// Idle-state exits over the measured interval (cpuidle.h; zero with no idle states).
+  const CpuidleStats& cpuidle_stats() const { return idle_stats_; }
   /// vCPU v's current PLE window in cycles (tests).
   std::uint32_t ple_window(VcpuId v) const { return ple_.window(v); }
   /// Whether v is inside KVM's PLE handler (in_spin_loop; tests).
@@ -221,6 +225,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void check_pick(PcpuId p, VcpuId prev, const Pick& pick, const PickFilter& f) const;
   void switch_out(PcpuId p, VcpuId prev);
   void switch_in(PcpuId p, VcpuId next);
+  sim::Duration idle_exit(PcpuId p, VcpuId next);  // cpuidle.h: the exit latency `next` waits for
   void commit(PcpuId p, VcpuId prev, const Pick& pick);
   void evict(PcpuId p);
   // Core scheduling (core_sched.cpp).
@@ -335,6 +340,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
 
   PauseLoopExiting ple_;  ///< ple.h
   std::vector<HaltPollStats> poll_stats_;  ///< per domain (halt_poll.h)
+  std::vector<MenuGovernor> menu_;         ///< per pCPU (cpuidle.h)
+  CpuidleStats idle_stats_;
   // Core-granular units (sched_unit.cpp): the policy's view, null when scheduling per vCPU.
   std::unique_ptr<UnitView> units_;
   std::uint64_t rendezvous_ = 0;

@@ -235,6 +235,38 @@ TEST(ScenarioLoader, HostHaltPollKeys) {
             std::string::npos);
 }
 
+// host.cpuidle: a named intel_idle table or a list shallowest first; off when absent; bad
+// tables, unordered lists and missing keys named by line and field.
+TEST(ScenarioLoader, HostCpuidleStates) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_FALSE(load("topology: one-core-ht\n" + vms).host.cpuidle.enabled());
+  const ScenarioSpec skx = load("topology: one-core-ht\nhost: {cpuidle: {states: skx}}\n" + vms);
+  ASSERT_EQ(skx.host.cpuidle.states.size(), 3u);
+  EXPECT_EQ(skx.host.cpuidle.states[2].exit_latency, sim::us(133));
+  const ScenarioSpec list = load(
+      "topology: one-core-ht\nhost:\n  cpuidle:\n    states:\n"
+      "      - {name: C1, exit_latency: 1us, target_residency: 2us}\n"
+      "      - {name: C6, exit_latency: 100us, target_residency: 300us}\n" + vms);
+  ASSERT_EQ(list.host.cpuidle.states.size(), 2u);
+  EXPECT_EQ(list.host.cpuidle.states[1].name, "C6");
+  EXPECT_EQ(list.host.cpuidle.states[1].target_residency, sim::us(300));
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle: {states: haswell}\n" + vms)
+                .find("t.yaml:3:21: host.cpuidle.states: unknown idle-state table 'haswell' (known: nehalem, skx, skl)"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle:\n    states:\n"
+                     "      - {name: C6, exit_latency: 100us, target_residency: 300us}\n"
+                     "      - {name: C1, exit_latency: 1us, target_residency: 2us}\n" + vms)
+                .find("t.yaml:6:9: host.cpuidle.states[1]: idle states go shallowest first"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle:\n    states:\n      - {name: C1, exit_latency: 1us}\n" + vms)
+                .find("host.cpuidle.states[0]: missing required key 'target_residency'"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle: {states: []}\n" + vms).find("host.cpuidle.states: an empty list"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle: {governor: menu}\n" + vms).find("host.cpuidle.governor: unknown key"),
+            std::string::npos);
+}
+
 // A guest's PV lock flavour is its hypervisor's: xen on a credit2 (Xen) host, kvm on cfs, unless
 // the workload names one.
 TEST(ScenarioLoader, PvLockFlavourFollowsTheHostUnlessGiven) {
