@@ -29,35 +29,31 @@ std::optional<std::vector<IdleState>> idle_state_table(std::string_view name) {
 
 std::vector<std::string_view> idle_state_tables() { return {"nehalem", "skx", "skl"}; }
 
-// get_typical_interval() of menu.c (4.x-5.x), in whole microseconds as the kernel computes it:
-//   thresh = INT_MAX; again: average the samples <= thresh (min, max, sum, divisor);
-//   if (!max) return UINT_MAX;
+// get_typical_interval() of menu.c (5.4), in whole microseconds as the kernel computes it:
+//   thresh = INT_MAX; again: average the samples <= thresh (max, sum, divisor);
 //   variance of those samples;
 //   if ((avg*avg > variance*36 && divisor*4 >= INTERVALS*3) || variance <= 400) return avg;
 //   if (divisor*4 <= INTERVALS*3) return UINT_MAX;
 //   thresh = max - 1; goto again;
+// (5.4 returns UINT_MAX early when the smallest sample is not below the prediction: its result
+// would lose to the prediction anyway, so predicted() gets the same minimum without it.)
 std::optional<sim::Duration> MenuGovernor::typical_interval() const {
   std::uint64_t thresh = std::numeric_limits<std::uint64_t>::max();
   for (;;) {
     std::uint64_t sum = 0, max = 0, divisor = 0;
-    for (sim::Duration d : intervals_) {
-      const auto v = static_cast<std::uint64_t>(d / 1000);
+    for (std::uint64_t v : intervals_)
       if (v <= thresh) {
         sum += v;
         ++divisor;
         if (v > max) max = v;
       }
-    }
-    if (max == 0) return std::nullopt;
     const std::uint64_t avg = sum / divisor;
     std::uint64_t variance = 0;
-    for (sim::Duration d : intervals_) {
-      const auto v = static_cast<std::int64_t>(d / 1000);
-      if (static_cast<std::uint64_t>(v) <= thresh) {
-        const std::int64_t diff = v - static_cast<std::int64_t>(avg);
+    for (std::uint64_t v : intervals_)
+      if (v <= thresh) {
+        const std::int64_t diff = static_cast<std::int64_t>(v) - static_cast<std::int64_t>(avg);
         variance += static_cast<std::uint64_t>(diff * diff);
       }
-    }
     variance /= divisor;
     if (variance <= std::numeric_limits<std::uint64_t>::max() / 36 &&
         ((avg * avg > variance * 36 && divisor * 4 >= kIntervals * 3) || variance <= 400))
@@ -67,19 +63,46 @@ std::optional<sim::Duration> MenuGovernor::typical_interval() const {
   }
 }
 
-// menu_select(): the deepest state whose target residency the predicted idle reaches; none
-// (poll) when even the shallowest one's is not reached. No PM QoS latency limit is set.
-int MenuGovernor::select(const std::vector<IdleState>& states) const {
-  const std::optional<sim::Duration> predicted = typical_interval();
-  int chosen = -1;
-  for (std::size_t i = 0; i < states.size(); ++i)
-    if (!predicted || states[i].target_residency <= *predicted) chosen = static_cast<int>(i);
-  return chosen;
+// menu_select(): "predicted_us = div_u64(next_timer_ns * correction_factor[bucket] +
+// (RESOLUTION * DECAY * NSEC_PER_USEC) / 2, RESOLUTION * DECAY * NSEC_PER_USEC)", then the
+// minimum with the typical interval.
+sim::Duration MenuGovernor::predicted() const {
+  const auto next_us = static_cast<std::uint64_t>(kNextTimer / 1000);
+  const std::uint64_t corrected = (next_us * correction_ + kResolution * kDecay / 2) / (kResolution * kDecay);
+  sim::Duration p = sim::us(static_cast<std::int64_t>(corrected));
+  if (const auto typical = typical_interval(); typical && *typical < p) p = *typical;
+  return p;
 }
 
-// menu_update(): "data->intervals[data->interval_ptr++] = measured_us" (a ring of 8).
-void MenuGovernor::record(sim::Duration idle) {
-  intervals_[next_] = idle;
+// menu_select()'s loop with the tick running and no iowait: latency_req = predicted; the first
+// state is taken even when the prediction is shorter than its residency (a physical state, not
+// polling, as no timer is due soon); each deeper one while its residency and exit latency fit.
+std::size_t MenuGovernor::select(const std::vector<IdleState>& states) const {
+  const sim::Duration p = predicted();
+  std::size_t idx = 0;
+  for (std::size_t i = 1; i < states.size(); ++i) {
+    if (states[i].target_residency > p || states[i].exit_latency > p) break;
+    idx = i;
+  }
+  return idx;
+}
+
+// menu_update(): the residency the kernel measures runs from entry to after the exit, so it is
+// `idle + exit`; "if (measured_ns > 2 * target->exit_latency_ns) measured_ns -= exit_latency_ns;
+// else measured_ns /= 2;" then capped at next_timer, and "new_factor -= new_factor / DECAY;
+// new_factor += RESOLUTION * measured_ns / next_timer_ns" (a measured 50 ms or more counts as a
+// perfect prediction: + RESOLUTION); "intervals[interval_ptr++] = ktime_to_us(measured_ns)".
+void MenuGovernor::record(sim::Duration idle, sim::Duration exit) {
+  sim::Duration measured = idle + exit;
+  if (measured > 2 * exit) measured -= exit;
+  else measured /= 2;
+  if (measured > kNextTimer) measured = kNextTimer;
+  correction_ -= correction_ / kDecay;
+  if (measured < kNextTimer)
+    correction_ += kResolution * static_cast<std::uint64_t>(measured) / static_cast<std::uint64_t>(kNextTimer);
+  else
+    correction_ += kResolution;
+  intervals_[next_] = static_cast<std::uint64_t>(measured / 1000);
   next_ = (next_ + 1) % kIntervals;
 }
 

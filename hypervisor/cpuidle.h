@@ -12,22 +12,30 @@
 //   skx      (Skylake-SP: Xeon Gold)                          C1 2/2, C1E 10/20, C6 133/600
 //   skl      (Skylake client: a 4-core desktop)               C1 2/2, C1E 10/20, C3 70/100,
 //            C6 85/200, C7s 124/800, C8 200/800, C9 480/5000, C10 890/5000
-// or a list given in the scenario. Below the shallowest state's target residency x86's cpuidle
-// polls (state 0, POLL: no exit latency), as cpuidle_poll_state_init() provides.
+// or a list given in the scenario.
 //
-// Governor: menu (drivers/cpuidle/governors/menu.c, the default with a periodic tick), its
-// repeating-pattern detector get_typical_interval() as in 4.x-5.x: the last INTERVALS = 8 idle
-// durations of the pCPU; their average is the prediction when the variance is at most 400 us^2
-// or the average exceeds 6 standard deviations (with at least 3/4 of the samples kept);
-// otherwise the largest sample is dropped and the test repeated, down to 3/4 of the samples;
-// with no pattern there is no prediction. menu_select() then takes the deepest state whose
-// target residency is at most the prediction (and whose exit latency is at most the PM QoS
-// limit; none is set here, as on a default host).
-// MODEL: menu's other input, the time to the pCPU's next timer event (scaled by its correction
-// factor), is not known here: the model has no host timers but the scheduler's, and NO_HZ idle
-// stops the tick on an idle pCPU. So with no repeating pattern the prediction is unbounded and
-// the deepest state is taken, as menu does when the next timer is far off. The time a pCPU
-// spends idle is what the pattern sees (menu_update: the measured residency).
+// Governor: menu (drivers/cpuidle/governors/menu.c of 5.4, the default with a periodic tick):
+//  - next_timer: the time to the pCPU's next timer event, tick_nohz_get_sleep_length(). MODEL:
+//    the model has no host timers but the scheduler's, and NO_HZ idle stops the tick on an idle
+//    pCPU, so next_timer is taken as MAX_INTERESTING (50 ms) every time: one bucket of the
+//    correction factor is used, and the prediction it gives is the decaying mean of the measured
+//    idle periods (below).
+//  - predicted = next_timer x correction_factor / (RESOLUTION x DECAY) (RESOLUTION 1024, DECAY
+//    8, the factor starting at unity), then min(predicted, get_typical_interval()): the average
+//    of the last INTERVALS = 8 idle periods when they repeat (variance <= 400 us^2, or average >
+//    6 standard deviations with at least 3/4 of the samples), the largest dropped and the test
+//    repeated down to 3/4 of the samples, none otherwise.
+//  - latency limit: predicted / performance_multiplier (1 + 10 x iowaiters; MODEL: no iowait
+//    is tracked per pCPU, so 1), and no PM QoS limit, as on a default host.
+//  - the choice: the deepest state whose target residency is at most the prediction and whose
+//    exit latency is at most the limit; when not even the shallowest state's residency is
+//    reached, that physical state rather than polling, "unless a timer is going to trigger soon
+//    enough", which with next_timer 50 ms away it never is. So x86's POLL state (state 0) is not
+//    chosen here.
+//  - menu_update(): the measured residency includes the exit latency, which is deducted (halved
+//    instead when it is not more than twice the exit latency), capped at next_timer; it feeds the
+//    correction factor (factor -= factor / DECAY; factor += RESOLUTION x measured / next_timer)
+//    and the ring of 8 intervals.
 // MODEL: the exit latency delays the incoming entity like the switch-in (ExecParams::
 // context_switch, which it adds to), charged to its run time; a sibling thread's idle state does
 // not change its co-runner's speed.
@@ -63,26 +71,32 @@ std::optional<std::vector<IdleState>> idle_state_table(std::string_view name);
 /// The names idle_state_table() knows, for error messages.
 std::vector<std::string_view> idle_state_tables();
 
-/// menu's per-CPU state: the last 8 idle durations and the state each wake-up left.
+/// menu's per-CPU state (struct menu_device): the correction factor and the last 8 idle periods.
 class MenuGovernor {
  public:
-  static constexpr std::size_t kIntervals = 8;  ///< INTERVALS (menu.c: INTERVAL_SHIFT 3)
+  static constexpr std::size_t kIntervals = 8;              ///< INTERVALS (INTERVAL_SHIFT 3)
+  static constexpr std::uint64_t kResolution = 1024;         ///< RESOLUTION
+  static constexpr std::uint64_t kDecay = 8;                 ///< DECAY
+  static constexpr sim::Duration kNextTimer = sim::ms(50);   ///< MAX_INTERESTING (MODEL above)
 
   /// get_typical_interval(): the repeating idle duration, or nullopt when there is none.
   std::optional<sim::Duration> typical_interval() const;
-  /// menu_select(): the index of the state to enter for the next idle, -1 for polling.
-  int select(const std::vector<IdleState>& states) const;
-  /// menu_update(): a finished idle period of `idle` ns.
-  void record(sim::Duration idle);
+  /// The expected idle duration: the corrected next_timer, or the typical interval if shorter.
+  sim::Duration predicted() const;
+  /// menu_select(): the index of the state to enter for the next idle (states not empty).
+  std::size_t select(const std::vector<IdleState>& states) const;
+  /// menu_update(): an idle period of `idle` ns in a state whose exit latency is `exit`.
+  void record(sim::Duration idle, sim::Duration exit);
 
  private:
-  std::array<sim::Duration, kIntervals> intervals_{};  ///< 0: not yet measured (menu starts at 0)
+  std::uint64_t correction_ = kResolution * kDecay;  ///< unity, as menu_enable_device() sets it
+  std::array<std::uint64_t, kIntervals> intervals_{};  ///< us; 0: not yet measured (zeroed at start)
   std::size_t next_ = 0;
 };
 
 /// Host-wide, over the measured interval.
 struct CpuidleStats {
-  std::uint64_t exits = 0;     ///< wake-ups of an idle pCPU that left an idle state (not polling)
+  std::uint64_t exits = 0;     ///< wake-ups of an idle pCPU, each leaving an idle state
   sim::Duration exit_ns = 0;   ///< their exit latencies, summed
 };
 

@@ -153,10 +153,8 @@ sim::Duration Host::idle_exit(PcpuId p, VcpuId next) {
   const Pcpu& pc = pcpus_[p];
   if (!spec_.cpuidle.enabled() || pc.idle_since >= now_) return 0;
   MenuGovernor& gov = menu_[p];
-  const int state = gov.select(spec_.cpuidle.states);
-  gov.record(now_ - pc.idle_since);
-  if (state < 0) return 0;  // polled: no exit latency
-  const sim::Duration exit = spec_.cpuidle.states[static_cast<std::size_t>(state)].exit_latency;
+  const sim::Duration exit = spec_.cpuidle.states[gov.select(spec_.cpuidle.states)].exit_latency;
+  gov.record(now_ - pc.idle_since, exit);
   if (now_ >= spec_.warmup) {
     ++idle_stats_.exits;
     idle_stats_.exit_ns += exit;
