@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "hypervisor/core_sched.h"
+#include "hypervisor/cpuidle.h"
 #include "hypervisor/entity.h"
 #include "hypervisor/exec_model.h"
-#include "hypervisor/cpuidle.h"
 #include "hypervisor/halt_poll.h"
 #include "hypervisor/ple.h"
 #include "hypervisor/policy_api.h"
