@@ -32,6 +32,9 @@
 //    reached, that physical state rather than polling, "unless a timer is going to trigger soon
 //    enough", which with next_timer 50 ms away it never is. So x86's POLL state (state 0) is not
 //    chosen here.
+//  - MODEL: with a prediction below the tick period and the tick kept, 5.4 also steps down to a
+//    state whose residency ends before the next tick (delta_tick); the model has no tick phase
+//    on an idle pCPU, so this step is left out.
 //  - menu_update(): the measured residency includes the exit latency, which is deducted (halved
 //    instead when it is not more than twice the exit latency), capped at next_timer; it feeds the
 //    correction factor (factor -= factor / DECAY; factor += RESOLUTION x measured / next_timer)
