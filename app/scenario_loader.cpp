@@ -25,6 +25,13 @@ constexpr std::uint32_t kMaxEntities = 1'000'000;
 /// The shortest compute phase of a `program` (1 us): every step is an event.
 constexpr double kMinComputeNs = 1e3;
 
+// "a, b, c": the names an "unknown ... (known: ...)" error lists.
+std::string comma_list(const std::vector<std::string_view>& names) {
+  std::string all;
+  for (auto n : names) all += (all.empty() ? "" : ", ") + std::string(n);
+  return all;
+}
+
 // Reads the keys a plug-in declared, from `r` (all other keys of r were checked by the caller).
 sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSpec>& specs) {
   sim::ParamValues out;
@@ -413,11 +420,8 @@ void read_cpuidle(const YamlReader& h, hv::CpuidleParams& p) {
   const YamlReader st = r.at("states");
   if (st.is_scalar()) {
     const auto table = hv::idle_state_table(st.as_string());
-    if (!table) {
-      std::string all;
-      for (auto n : hv::idle_state_tables()) all += (all.empty() ? "" : ", ") + std::string(n);
-      st.fail("unknown idle-state table '" + st.as_string() + "' (known: " + all + ")");
-    }
+    if (!table)
+      st.fail("unknown idle-state table '" + st.as_string() + "' (known: " + comma_list(hv::idle_state_tables()) + ")");
     p.states = *table;
     return;
   }
@@ -449,11 +453,9 @@ void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
   only_keys(c, {"variant", "cookies", "compare", "tie", "tick", "fi_slice", "fi_allowance", "wake", "balance"});
   const std::string variant = c.get_string("variant", "mainline");
   const auto preset = hv::core_sched_preset(variant);
-  if (!preset) {
-    std::string all;
-    for (auto n : hv::core_sched_presets()) all += (all.empty() ? "" : ", ") + std::string(n);
-    c.at("variant").fail("unknown core scheduling variant '" + variant + "' (known: " + all + ")");
-  }
+  if (!preset)
+    c.at("variant").fail("unknown core scheduling variant '" + variant +
+                         "' (known: " + comma_list(hv::core_sched_presets()) + ")");
   cs = *preset;
   const std::string cookies = c.get_enum("cookies", "per-vm", {"per-vm", "per-task", "none"});
   cs.cookies = cookies == "per-task" ? hv::CoreSchedParams::Cookies::kPerTask
