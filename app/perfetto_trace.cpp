@@ -90,6 +90,13 @@ void PerfettoTrace::instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, s
                        fmt::format(R"j({{"entity":{},"who":{}}})j", v, quote(vcpu_label(v)))});
 }
 
+void PerfettoTrace::instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t, std::string_view detail) {
+  if (t < from_ || t > to_ || p == hv::kNoPcpu) return;
+  events_.push_back(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
+                       fmt::format(R"j({{"entity":{},"who":{},"state":{}}})j", v, quote(vcpu_label(v)),
+                                   quote(std::string(detail)))});
+}
+
 void PerfettoTrace::thread_on(hv::VcpuId v, std::uint32_t thread, sim::Time t) {
   vcpu_open_[v] = t;
   vcpu_thread_[v] = thread;

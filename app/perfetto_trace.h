@@ -31,6 +31,9 @@ class PerfettoTrace final : public RunObserver, public hv::TraceSink, public gue
   void run_begin(hv::PcpuId p, hv::VcpuId v, sim::Time t) override;
   void run_end(hv::PcpuId p, hv::VcpuId v, sim::Time t) override;
   void instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t) override;
+  /// The detail becomes the instant's "state" argument (the only detail sent today: the idle
+  /// state an "idle-exit" left).
+  void instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t, std::string_view detail) override;
   // guest::GuestTraceSink
   void thread_on(hv::VcpuId v, std::uint32_t thread, sim::Time t) override;
   void thread_off(hv::VcpuId v, std::uint32_t thread, sim::Time t) override;

@@ -153,13 +153,14 @@ sim::Duration Host::idle_exit(PcpuId p, VcpuId next) {
   const Pcpu& pc = pcpus_[p];
   if (!spec_.cpuidle.enabled() || pc.idle_since >= now_) return 0;
   MenuGovernor& gov = menu_[p];
-  const sim::Duration exit = spec_.cpuidle.states[gov.select(spec_.cpuidle.states)].exit_latency;
+  const IdleState& state = spec_.cpuidle.states[gov.select(spec_.cpuidle.states)];
+  const sim::Duration exit = state.exit_latency;
   gov.record(now_ - pc.idle_since, exit);
   if (now_ >= spec_.warmup) {
     ++idle_stats_.exits;
     idle_stats_.exit_ns += exit;
   }
-  if (trace_) trace_->instant("idle-exit", next, p, now_);
+  if (trace_) trace_->instant("idle-exit", next, p, now_, state.name);
   return exit;
 }
 

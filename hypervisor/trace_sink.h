@@ -24,6 +24,12 @@ class TraceSink {
   /// ("forced-idle", "lhp", "pv-halt", "pv-kick", "ple-exit", "idle-exit": v waits for p to
   /// leave an idle state).
   virtual void instant(std::string_view what, VcpuId v, PcpuId p, sim::Time t) = 0;
+  /// The same mark with one detail worth keeping beside it (for "idle-exit", the name of the
+  /// idle state left). A sink that keeps no details need not override it.
+  virtual void instant(std::string_view what, VcpuId v, PcpuId p, sim::Time t, std::string_view detail) {
+    (void)detail;
+    instant(what, v, p, t);
+  }
 };
 
 }  // namespace vcpusim::hv

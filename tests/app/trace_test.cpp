@@ -14,6 +14,7 @@
 #include "app/perfetto_trace.h"
 #include "app/runner.h"
 #include "app/scenario.h"
+#include "app/yaml_reader.h"
 
 namespace vcpusim::app {
 namespace {
@@ -87,6 +88,37 @@ TEST(Trace, HasAVcpuTrackWithGuestThreads) {
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "X" && e.value("cat", "") == "guest-thread") ++guest;
   EXPECT_GT(guest, 0);
+}
+
+TEST(Trace, AnIdleExitNamesTheStateItLeft) {
+  // One VM whose threads compute 200 us and sleep 1 ms: its vCPUs halt, so pCPUs go idle.
+  const ScenarioSpec s = load_scenario(YamlReader::load_string(R"(
+name: idle
+duration: 300ms
+warmup: 0s
+topology: desktop-4c8t
+host: {cpuidle: {states: skl}}
+vms:
+  - name: web
+    vcpus: 2
+    workload:
+      kind: program
+      threads: 2
+      phases:
+        - {compute: 200us}
+        - {block: 1ms, dist: exp}
+)", "idle.yaml"));
+  std::set<std::string> names;
+  for (const auto& st : s.host.cpuidle.states) names.insert(st.name);
+  const nlohmann::json j = traced(s, 0, sim::ms(300));
+  int exits = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "i" || e["name"] != "idle-exit") continue;
+    ++exits;
+    ASSERT_TRUE(e.contains("args") && e["args"].contains("state")) << e.dump();
+    EXPECT_TRUE(names.count(e["args"]["state"].get<std::string>())) << e.dump();
+  }
+  EXPECT_GT(exits, 0);
 }
 
 TEST(Trace, TracingDoesNotChangeTheRun) {

@@ -38,6 +38,7 @@ hv::HostSpec units(sim::Duration rendezvous = sim::us(2)) {
 /// Records every run_begin / run_end as (time, vCPU), for whole-run checks.
 class SwitchLog final : public hv::TraceSink {
  public:
+  using hv::TraceSink::instant;
   std::vector<std::tuple<sim::Time, VcpuId, bool>> events;  // (t, v, begin)
   void run_begin(hv::PcpuId, VcpuId v, sim::Time t) override { events.emplace_back(t, v, true); }
   void run_end(hv::PcpuId, VcpuId v, sim::Time t) override { events.emplace_back(t, v, false); }
