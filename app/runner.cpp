@@ -123,6 +123,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.remote_memory = run > 0 ? remote / run : 0.0;
     dr.smt_shared_pct = run > 0 ? 100.0 * shared / run : 0.0;
     const guest::GuestResults gr = d.os->results();
+    dr.thread_switches_per_s = static_cast<double>(gr.thread_switches) / meas_s;
     const guest::LockStats& ls = gr.locks;
     dr.spin_pct = run > 0 ? 100.0 * ls.spin_ns / run : 0.0;
     dr.lhp_per_s = static_cast<double>(ls.lhp) / meas_s;
@@ -191,6 +192,7 @@ std::map<std::string, double> RunResult::metrics() const {
     m[p + "blocked_pct"] = d.blocked_pct;
     m[p + "migrations_per_s"] = d.migrations_per_s;
     m[p + "switches_per_s"] = d.switches_per_s;
+    if (!d.bare_metal) m[p + "thread_switches_per_s"] = d.thread_switches_per_s;
     m[p + "remote_memory"] = d.remote_memory;
     if (d.has_smt) m[p + "smt_shared_pct"] = d.smt_shared_pct;
     if (d.has_locks) {
@@ -258,7 +260,7 @@ std::map<std::string, double> RunResult::metrics() const {
                           "kick_wait_p99_us", "lock_acquisitions_per_s",
                           "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "ipis_per_s",
                           "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct",
-                          "polls_per_s", "poll_success_pct", "poll_cut_pct", "poll_pct"}) {
+                          "polls_per_s", "poll_success_pct", "poll_cut_pct", "poll_pct", "thread_switches_per_s"}) {
       const auto it = m.find(inst + k);
       if (it == m.end()) continue;
       auto& gm = group_means[grp + k];

@@ -29,6 +29,9 @@ struct DomainResult {
   double blocked_pct = 0; ///< blocked time over (entities x measured), in %
   double migrations_per_s = 0;
   double switches_per_s = 0;
+  /// A VM's guest switching from one of its threads straight to another (GuestParams::
+  /// context_switch), per second; bare metal has none (metrics() leaves it out there).
+  double thread_switches_per_s = 0;
   double remote_memory = 0;  ///< share of running time spent on a node other than its memory's, 0..1
   /// Share of running time with another entity on an SMT sibling (so at a co-run factor), in %;
   /// in metrics() only if has_smt (the host has usable siblings).

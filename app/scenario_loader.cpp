@@ -627,11 +627,12 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   }
   if (root.has("guest")) {
     const YamlReader g = root.at("guest");
-    g.only({"slice", "start_jitter", "wake_ipi", "hz"});
+    g.only({"slice", "start_jitter", "wake_ipi", "hz", "context_switch"});
     s.guest.slice = g.get_duration("slice", s.guest.slice, sim::us(10), sim::seconds(10));
     s.guest.start_jitter = g.get_duration("start_jitter", s.guest.start_jitter, 0, sim::seconds(10));
     s.guest.wake_ipi = g.get_duration("wake_ipi", s.guest.wake_ipi, 0, sim::ms(10));
     s.guest.hz = static_cast<std::uint32_t>(g.get_int("hz", s.guest.hz, 0, 10000));
+    s.guest.context_switch = g.get_duration("context_switch", s.guest.context_switch, 0, sim::ms(10));
   }
 
   topo::CpuSet usable;

@@ -185,7 +185,7 @@ bool GuestOs::segment_user_mode(const Thread& th) const {
   return th.step.user_mode;
 }
 
-void GuestOs::run_next(std::uint32_t vc) {
+void GuestOs::run_next(std::uint32_t vc, bool from_idle) {
   VcpuState& s = vcpus_[vc];
   std::uint32_t t = dequeue(vc);
   if (t == kNone && !bare_metal_) t = newidle_pull();
@@ -195,6 +195,12 @@ void GuestOs::run_next(std::uint32_t vc) {
     return;
   }
   threads_[t].slice_used = 0;
+  // A thread-to-thread switch costs the guest's scheduler its trip (GuestParams::context_switch);
+  // on bare metal the thread is the host entity and the host charges its own switch.
+  if (!from_idle && !bare_metal_ && params_.context_switch > 0) {
+    port_.stall(s.id, params_.context_switch);
+    if (measuring()) ++thread_switches_;
+  }
   issue_segment(vc, t);
 }
 
@@ -218,7 +224,7 @@ void GuestOs::on_vcpu_scheduled(hv::VcpuId v, bool has_work) {
   }
   if (has_work) return;
   if (vcpus_[vc].curr != kNone) issue_segment(vc, vcpus_[vc].curr);
-  else run_next(vc);
+  else run_next(vc, true);
 }
 
 void GuestOs::on_work_done(hv::VcpuId v) {
@@ -744,6 +750,7 @@ GuestResults GuestOs::results() const {
   r.kick_wait_p99_ns = kick_waits_.quantile_ns(0.99);
   r.results = workload_->aggregate(thread_results_).value_or(results_);
   r.steps = steps_;
+  r.thread_switches = thread_switches_;
   const double secs = sim::to_seconds(port_.now() - port_.measure_from());
   r.throughput = secs > 0 ? r.results / secs : 0.0;
   for (const LockState& l : locks_) {

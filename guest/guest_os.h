@@ -125,6 +125,16 @@ struct GuestParams {
   /// the cfs host's `hz` is set for such hosts. 0: no tick. MODEL: only these waiters see the
   /// tick; every other guest timing is event-driven.
   std::uint32_t hz = 250;
+  /// A vCPU switching from one of the guest's threads straight to another (the first blocked,
+  /// or its slice ran out with another waiting) spends this long in the guest kernel's
+  /// __schedule()/context_switch() before the next thread's work progresses
+  /// (GuestPort::stall). A switch from the idle loop (a halted vCPU woken for a thread) is not
+  /// charged: the host's switch-in (ExecParams::context_switch) and the reschedule IPI
+  /// (wake_ipi) stand for that path. 2 us, ONE source with the host's: "a trip through the
+  /// scheduler, normally on the order of a few micro-seconds" (KVM halt-polling documentation
+  /// [S], ../shared/reference/spinlocks-and-workloads.md section 1.3), its low end, which a
+  /// bare-metal task (a host entity) pays for the same switch. 0: free, as the model had it.
+  sim::Duration context_switch = sim::us(2);
 };
 
 /// Results of one guest over the measured interval.
@@ -132,6 +142,8 @@ struct GuestResults {
   double results = 0;        ///< workload results (events, MiB, loops) completed in the interval
   double throughput = 0;     ///< results per measured second
   std::uint64_t steps = 0;   ///< compute steps completed (all time)
+  /// Thread-to-thread switches on its vCPUs (GuestParams::context_switch), measured interval.
+  std::uint64_t thread_switches = 0;
   LockStats locks;           ///< all of the guest's locks together, measured interval
   std::vector<LockStats> per_lock;  ///< by Workload::locks() index
   IpiStats ipis;             ///< synchronous cross-vCPU calls, measured interval
@@ -219,8 +231,9 @@ class GuestOs final : public hv::GuestHooks {
   /// Newidle balance: the first waiting thread of the longest queue that was not woken onto
   /// its (then halted) vCPU, unlinked, or kNone.
   std::uint32_t newidle_pull();
-  /// Give the vCPU (which is running on the host) something to execute, or halt it.
-  void run_next(std::uint32_t vc);
+  /// Give the vCPU (which is running on the host) something to execute, or halt it. `from_idle`:
+  /// the vCPU was halted (no thread), so a thread it takes is no thread-to-thread switch.
+  void run_next(std::uint32_t vc, bool from_idle = false);
   void issue_segment(std::uint32_t vc, std::uint32_t t);
   void advance_thread(std::uint32_t t);  ///< draw the next step; blocks go to sleep
   /// Queue a woken thread (select_idle_sibling, coarsely) and wake its vCPU if halted: at once
@@ -285,6 +298,7 @@ class GuestOs final : public hv::GuestHooks {
   GuestTraceSink* trace_ = nullptr;
   double results_ = 0;
   std::uint64_t steps_ = 0;
+  std::uint64_t thread_switches_ = 0;
   std::vector<LockState> locks_;
   std::vector<std::uint32_t> kick_for_;  ///< per vCPU: the thread a pending kick is for, or kNone
   std::vector<hv::Waker> kick_waker_;    ///< per vCPU: the unlocker that armed that kick

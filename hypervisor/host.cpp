@@ -335,6 +335,18 @@ void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_i
   ple_arm(v, false);  // a spin segment starts the PAUSE-loop count; any other cancels it
 }
 
+void Host::stall(VcpuId id, sim::Duration d) {
+  Vcpu& v = vcpus_[id];
+  if (v.state != Runstate::kRunning)
+    violation("runnable-pick", id, v.pcpu, "guest stalled a vCPU that is not running");
+  if (d <= 0) return;
+  advance(v);  // what ran before counts at the old stall
+  v.stall_until = std::max(v.stall_until, now_) + d;
+  // The vCPU is about to get new work (set_work re-times it); re-time what it has meanwhile.
+  v.done_at = sim::kNever;
+  retime(v);
+}
+
 void Host::set_preempted_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunnable)

@@ -29,6 +29,7 @@ using test::CountingWorkload;
 using test::TestHost;
 
 constexpr sim::Duration kCs = sim::us(2);
+constexpr sim::Duration kGuestCs = guest::GuestParams{}.context_switch;  // a thread-to-thread switch
 
 std::unique_ptr<guest::Program> program(std::uint32_t threads, std::vector<Phase> phases) {
   return std::make_unique<guest::Program>(threads, std::move(phases));
@@ -114,9 +115,10 @@ TEST(GuestOs, ThreadWakeupKicksItsHaltedVcpu) {
 TEST(GuestOs, ThreadsSharingVcpusProgressEvenly) {
   // 4 sysbench-cpu threads on 2 vCPUs pinned to different cores (siblings idle: rate 1). Threads
   // 0 and 2 share vCPU 0, 1 and 3 vCPU 1; each vCPU runs all the time and rotates its two
-  // threads every 3 ms guest slice of work. Over T = 3 s each vCPU does T - cs of work, so each
-  // thread does (T - cs) / 2 to within half a slice, i.e. completes
-  //   (T - cs) / (2 E) events, +- (slice / 2 + E) / E   (E = one event; one may be part-done).
+  // threads every 3 ms guest slice of work, each rotation costing the guest's switch gcs. Over
+  // T = 3 s each vCPU switches n = floor((T - cs) / (slice + gcs)) times and does
+  // W = T - cs - n gcs of work, so each thread does W / 2 to within half a slice, i.e. completes
+  //   W / (2 E) events, +- (slice / 2 + E) / E   (E = one event; one may be part-done).
   const sim::Duration T = sim::seconds(3), slice = sim::ms(3);
   const double E = 1e9 / 1306.90;
   TestHost h(test::two_cores_ht());
@@ -126,15 +128,17 @@ TEST(GuestOs, ThreadsSharingVcpusProgressEvenly) {
   auto vm = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::move(counting));
   h.start();
   h.run_until(T);
-  const double per_thread = static_cast<double>(T - kCs) / (2 * E);
+  const double n = std::floor(static_cast<double>(T - kCs) / static_cast<double>(slice + kGuestCs));
+  const double W = static_cast<double>(T - kCs) - n * static_cast<double>(kGuestCs);
+  const double per_thread = W / (2 * E);
   double total = 0;
   for (std::uint32_t t = 0; t < 4; ++t) {
     EXPECT_NEAR(cw->results(t), per_thread, (slice / 2.0 + E) / E) << "thread " << t;
     total += cw->results(t);
   }
   // All of it: each vCPU's two threads may each hold one part-done event at the end.
-  EXPECT_LE(total, 2 * static_cast<double>(T - kCs) / E);
-  EXPECT_GE(total, 2 * static_cast<double>(T - kCs) / E - 4);
+  EXPECT_LE(total, 2 * W / E);
+  EXPECT_GE(total, 2 * W / E - 4);
   EXPECT_DOUBLE_EQ(vm.os->results().results, total);
 }
 
@@ -270,18 +274,46 @@ TEST(GuestOs, IdleVcpuPullsAWaitingThread) {
   // 3 threads on 2 vCPUs (pinned to two cores): threads 0 and 2 start on vCPU 0, thread 1 on
   // vCPU 1. Thread 0 computes 2 ms, threads 1 and 2 1 ms each, then all sleep for good. At
   // 1 ms + cs thread 1 sleeps; vCPU 1 has nothing of its own and, before halting, steals thread 2
-  // from vCPU 0's queue (newidle balance). So by 2 ms + cs all three are done, vCPU 1 having run
-  // 2 ms + cs; without the steal thread 2 would wait for vCPU 0 until 2 ms + cs.
+  // from vCPU 0's queue (newidle balance), a switch from thread 1 to thread 2 (gcs). So by
+  // 2 ms + cs + gcs all three are done, vCPU 1 having run 2 ms + cs + gcs; without the steal
+  // thread 2 would wait for vCPU 0 until 2 ms + cs + gcs and then run 1 ms more.
   TestHost h(test::flat(2));
   auto vm = h.add_vm(test::vm_pinned_each("a", {0, 1}),
                      std::make_unique<OnceWorkload>(std::vector<double>{2e6, 1e6, 1e6}));
   h.start();
-  h.run_until(sim::ms(2) + kCs);
+  h.run_until(sim::ms(2) + kCs + kGuestCs);
   EXPECT_EQ(vm.os->results().steps, 3u);
   EXPECT_TRUE(h.host().is_blocked(vm.vcpus[0]));
   EXPECT_TRUE(h.host().is_blocked(vm.vcpus[1]));
   EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + kCs);
-  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).running, sim::ms(2) + kCs);
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).running, sim::ms(2) + kCs + kGuestCs);
+}
+
+TEST(GuestOs, AThreadToThreadSwitchCostsTheGuestsSwitchButAWakeFromIdleDoesNot) {
+  // Exact host (no switch-in cost). One vCPU, threads 0 and 1 of 1 ms each, then both sleep for
+  // good: thread 0 runs from 0 to 1 ms, the guest switches to thread 1 (gcs of no progress), which
+  // is done at 2 ms + gcs; the vCPU then halts. With context_switch 0 it is done at 2 ms.
+  for (const sim::Duration gcs : {sim::Duration{0}, kGuestCs, sim::us(10)}) {
+    guest::GuestParams gp;
+    gp.context_switch = gcs;
+    TestHost h(test::flat(1), test::exact_host());
+    auto vm = h.add_vm(test::vm("a", 1), std::make_unique<OnceWorkload>(std::vector<double>{1e6, 1e6}), gp);
+    h.start();
+    h.run_until(sim::ms(2) + gcs - 1);
+    EXPECT_EQ(vm.os->results().steps, 1u) << gcs;
+    h.run_until(sim::ms(3));
+    EXPECT_EQ(vm.os->results().steps, 2u) << gcs;
+    EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + gcs) << gcs;
+  }
+  // A thread that blocks and is woken later finds its vCPU halted: leaving the idle loop costs
+  // the guest nothing (the host's switch-in stands for that path). One thread, 1 ms of work, a
+  // 10 ms sleep, 1 ms more: 2 ms of running in all.
+  TestHost h(test::flat(1), test::exact_host());
+  auto vm = h.add_vm(test::vm("a", 1), program(1, {compute(1e6), block(10e6)}));
+  h.start();
+  h.run_until(sim::ms(12) + sim::us(500));
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2));
+  EXPECT_TRUE(h.host().is_blocked(vm.vcpus[0]));
 }
 
 TEST(GuestOs, BareMetalMapsThreadIToEntityI) {

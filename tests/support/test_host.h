@@ -132,6 +132,14 @@ inline hv::HostSpec exact_host() {
   return hs;
 }
 
+/// Guest parameters to go with exact_host(): a switch between two of the guest's threads costs
+/// nothing either (GuestParams::context_switch).
+inline guest::GuestParams exact_guest() {
+  guest::GuestParams gp;
+  gp.context_switch = 0;
+  return gp;
+}
+
 /// A domain of `vcpus` entities, every one with the same hard affinity (empty: all usable).
 inline hv::DomainSpec vm(std::string name, std::uint32_t vcpus, topo::CpuSet hard = {}) {
   hv::DomainSpec d;
