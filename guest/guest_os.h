@@ -8,6 +8,8 @@
 //  - threads start spread round-robin over the vCPUs (thread i on vCPU i mod n);
 //  - a vCPU runs its current thread; when others wait on it, the threads rotate every guest
 //    slice of executed work (MODEL: the slice counts reference work, not guest time);
+//  - a switch from one thread straight to another costs GuestParams::context_switch of run
+//    time with no progress (GuestPort::stall); leaving the idle loop costs the guest nothing;
 //  - a waking thread goes to its previous vCPU if that is idle, else to any idle vCPU, else
 //    queues on its previous vCPU (select_idle_sibling, coarsely);
 //  - a vCPU about to go idle first takes a waiting thread from the vCPU with the longest queue
