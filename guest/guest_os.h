@@ -136,6 +136,7 @@ struct GuestParams {
   /// scheduler, normally on the order of a few micro-seconds" (KVM halt-polling documentation
   /// [S], ../shared/reference/spinlocks-and-workloads.md section 1.3), its low end, which a
   /// bare-metal task (a host entity) pays for the same switch. 0: free, as the model had it.
+  /// MODEL: one cost for every pair; Linux skips the mm switch between threads of one process.
   sim::Duration context_switch = sim::us(2);
 };
 
