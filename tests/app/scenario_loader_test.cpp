@@ -267,6 +267,15 @@ TEST(ScenarioLoader, HostCpuidleStates) {
             std::string::npos);
 }
 
+TEST(ScenarioLoader, GuestContextSwitchKey) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_EQ(load("topology: one-core-ht\n" + vms).guest.context_switch, sim::us(2));
+  EXPECT_EQ(load("topology: one-core-ht\nguest: {context_switch: 0s}\n" + vms).guest.context_switch, 0);
+  EXPECT_EQ(load("topology: one-core-ht\nguest: {context_switch: 500ns}\n" + vms).guest.context_switch, 500);
+  EXPECT_NE(error_of("topology: one-core-ht\nguest: {context_switch: -1us}\n" + vms).find("t.yaml:2:25: guest.context_switch: '-1us' is out of range"),
+            std::string::npos);
+}
+
 // A guest's PV lock flavour is its hypervisor's: xen on a credit2 (Xen) host, kvm on cfs, unless
 // the workload names one.
 TEST(ScenarioLoader, PvLockFlavourFollowsTheHostUnlessGiven) {
