@@ -59,7 +59,10 @@ struct ExecParams {
   /// normally on the order of a few micro-seconds" [S] (reference note 1.3), the only figure
   /// the notes give for this path; 2 us is its low end [E]. The measurement that should set it:
   /// on the modelled host, the time from a vCPU thread's sched_switch away to the next vCPU's
-  /// kvm_entry on that pCPU (ftrace), which no calibration mail here gives.
+  /// kvm_entry on that pCPU (ftrace), which no calibration mail here gives. A bare-metal task
+  /// (a host entity) pays it too, for the host's own switch between processes, and a guest's
+  /// switch between two of its threads costs guest::GuestParams::context_switch, from the same
+  /// source and of the same size.
   sim::Duration context_switch = sim::us(2);
   /// Delay from a resched_task() of a task running on another pCPU to that pCPU's schedule():
   /// the reschedule IPI's delivery and, for a vCPU in guest mode, its external-interrupt VM
