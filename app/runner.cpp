@@ -78,6 +78,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     for (Dom& d : doms) oses.push_back(d.os.get());
     observer->attach(host, oses);
   }
+  host.set_horizon(spec.duration);
   host.start();
   for (Dom& d : doms) d.os->start();
   host.run_until(spec.duration);

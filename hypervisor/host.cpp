@@ -126,6 +126,7 @@ void Host::start() {
 }
 
 void Host::run_until(sim::Time end) {
+  if (end > horizon_) throw std::logic_error("run_until past the horizon the run promised (set_horizon)");
   while (!queue_.empty() && queue_.top().time <= end) {
     sim::Event e = queue_.pop();
     now_ = e.time;

@@ -107,8 +107,14 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   DomainId add_domain(const DomainSpec& spec, GuestHooks* guest);
   /// Attaches the policy and inserts every entity (blocked). Guests start after this.
   void start();
-  /// Processes every event up to and including `end`; the clock then stands at `end`.
+  /// Processes every event up to and including `end`; the clock then stands at `end`. Throws
+  /// std::logic_error past the horizon.
   void run_until(sim::Time end);
+  /// Promises that run_until() never goes past `h` (the run's end), so a work completion later
+  /// than that is not queued: an unbounded spin's completion, 11 days away and replaced long
+  /// before it falls due, would otherwise stay in the queue for good, one per spin, and a long
+  /// run of spinning guests grew by megabytes a simulated second. Default: no horizon.
+  void set_horizon(sim::Time h) { horizon_ = h; }
   /// Checks cpu-conserved over the whole run so far; throws InvariantViolation.
   void check_conservation() const;
 
@@ -346,6 +352,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   // Core-granular units (sched_unit.cpp): the policy's view, null when scheduling per vCPU.
   std::unique_ptr<UnitView> units_;
   std::uint64_t rendezvous_ = 0;
+  sim::Time horizon_ = sim::kNever;  ///< set_horizon()
   std::vector<VcpuId> unit_started_;    ///< scratch: vCPUs a core decision switched in
   std::vector<VcpuId> unit_preempted_;  ///< scratch: vCPUs it switched out while runnable
 };
