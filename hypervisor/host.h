@@ -126,6 +126,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// Bandwidth (MB/s) the running work asks of node n now (for reports and tests).
   double bandwidth_load(NodeIdx n) const { return node_load_[n]; }
   std::uint64_t events_stale() const { return stale_; }
+  /// Events queued now, live or stale (tests: the queue stays bounded in a long run).
+  std::size_t events_pending() const { return queue_.size(); }
   // Core scheduling results over the measured interval (0 when it is off).
   /// Time pCPU p spent forced idle (idle while the policy had a runnable entity for it).
   sim::Duration pcpu_forced_idle(PcpuId p) const;

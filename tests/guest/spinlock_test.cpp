@@ -490,6 +490,28 @@ TEST(LockWorkloads, DbenchReportsMegabytesPerSecond) {
   EXPECT_LT(tp, 1.02 * 8 * 470);
 }
 
+TEST(LockWorkloads, SpinningLeavesNoCompletionsBeyondTheHorizonQueued) {
+  // Ticket spins are unbounded segments (done in 11 days), each replaced long before: with the
+  // run's end promised (set_horizon), their completions are not queued, so the queue stays as
+  // long at 3 s as at 1 s. Without it, every spin left one event behind for good.
+  auto pending = [](bool horizon, sim::Time at) {
+    TestHost h(test::flat(4));
+    auto g = h.add_vm(test::vm("e", 4), test::workload("ebizzy", {{"threads", 8}}));
+    h.add_vm(test::vm("hog", 3), test::workload("sysbench-cpu", {{"threads", 3}}));
+    if (horizon) h.host().set_horizon(at);
+    h.start();
+    h.run_until(at);
+    EXPECT_GT(g.os->results().locks.spin_ns, 0.0);
+    return h.host().events_pending();
+  };
+  const std::size_t one = pending(true, sim::seconds(1)), three = pending(true, sim::seconds(3));
+  EXPECT_LT(three, one + 64) << one << " events pending at 1 s";
+  EXPECT_GT(pending(false, sim::seconds(3)), 2 * pending(false, sim::seconds(1)));  // the leak it stops
+  TestHost h(test::flat(1));
+  h.host().set_horizon(sim::ms(1));
+  EXPECT_THROW(h.run_until(sim::ms(2)), std::logic_error);
+}
+
 TEST(LockWorkloads, OvercommitMakesEbizzySpin) {
   // A 4-vCPU ebizzy VM (8 threads, ticket lock) alone on 4 pCPUs, then beside a 3-vCPU CPU hog
   // (rr, 30 ms slices, so the VMs' vCPUs are descheduled out of step): lock-holder and waiter
