@@ -185,7 +185,7 @@ bool GuestOs::segment_user_mode(const Thread& th) const {
   return th.step.user_mode;
 }
 
-void GuestOs::run_next(std::uint32_t vc, bool from_idle) {
+void GuestOs::run_next(std::uint32_t vc) {
   VcpuState& s = vcpus_[vc];
   std::uint32_t t = dequeue(vc);
   if (t == kNone && !bare_metal_) t = newidle_pull();
@@ -195,10 +195,11 @@ void GuestOs::run_next(std::uint32_t vc, bool from_idle) {
     return;
   }
   threads_[t].slice_used = 0;
-  // A thread-to-thread switch costs the guest's scheduler its trip (GuestParams::context_switch);
-  // on bare metal the thread is the host entity and the host charges its own switch.
-  if (!from_idle && !bare_metal_ && params_.context_switch > 0) {
-    port_.stall(s.id, params_.context_switch);
+  // Switching to a thread, from another or from the idle loop, costs the guest's scheduler its
+  // trip (GuestParams::context_switch); on bare metal the thread is the host entity and the host
+  // charges its own switch.
+  if (!bare_metal_) {
+    if (params_.context_switch > 0) s.switch_end = port_.stall(s.id, params_.context_switch);
     if (measuring()) ++thread_switches_;
   }
   issue_segment(vc, t);
@@ -224,7 +225,7 @@ void GuestOs::on_vcpu_scheduled(hv::VcpuId v, bool has_work) {
   }
   if (has_work) return;
   if (vcpus_[vc].curr != kNone) issue_segment(vc, vcpus_[vc].curr);
-  else run_next(vc, true);
+  else run_next(vc);
 }
 
 void GuestOs::on_work_done(hv::VcpuId v) {
@@ -454,11 +455,16 @@ void GuestOs::start_spin(std::uint32_t vc, std::uint32_t t, bool new_period) {
   Thread& th = threads_[t];
   const LockParams& p = locks_[th.step.lock].spec.params;
   const hv::VcpuId id = vcpus_[vc].id;
-  if (new_period) th.spin_run0 = port_.run_time(id);
+  if (new_period) th.spin_run0 = spin_start(vc);
   // One segment for the whole spin: its end is the PV threshold, or (ticket) never: the
   // hand-over replaces it. 1e15 ns (11.6 days) stands for "until handed the lock".
   const double len = p.kind == LockKind::kPvTicket ? p.spin_threshold_ns() : 1e15;
   port_.set_work(id, len, hv::Profile::kSpin, 0.0);
+}
+
+sim::Duration GuestOs::spin_start(std::uint32_t vc) const {
+  const sim::Duration ahead = vcpus_[vc].switch_end - port_.now();
+  return port_.run_time(vcpus_[vc].id) + (ahead > 0 ? ahead : 0);
 }
 
 sim::Duration GuestOs::burned_in_window(std::uint32_t vc, sim::Duration run0) const {
@@ -476,7 +482,7 @@ void GuestOs::start_spin_wait(std::uint32_t vc, std::uint32_t t) {
   LockState& l = locks_[th.step.lock];
   th.phase = LockPhase::kSpinWait;
   l.spinners.push_back(t);
-  th.spin_run0 = port_.run_time(vcpus_[vc].id);
+  th.spin_run0 = spin_start(vc);
   port_.set_work(vcpus_[vc].id, l.spec.params.spin_wait_ns(), hv::Profile::kSpin, 0.0, 0.0, l.spec.params.user_space);
 }
 
@@ -704,7 +710,7 @@ void GuestOs::begin_ipi(std::uint32_t vc, std::uint32_t t) {
     if (stalled) ++ipi_stats_.stalls;
   }
   if (stalled) port_.mark("ipi-stall", vcpus_[vc].id);
-  th.spin_run0 = port_.run_time(vcpus_[vc].id);
+  th.spin_run0 = spin_start(vc);
   port_.set_work(vcpus_[vc].id, 1e15, hv::Profile::kSpin, 0.0);
 }
 

@@ -8,8 +8,9 @@
 //  - threads start spread round-robin over the vCPUs (thread i on vCPU i mod n);
 //  - a vCPU runs its current thread; when others wait on it, the threads rotate every guest
 //    slice of executed work (MODEL: the slice counts reference work, not guest time);
-//  - a switch from one thread straight to another costs GuestParams::context_switch of run
-//    time with no progress (GuestPort::stall); leaving the idle loop costs the guest nothing;
+//  - every switch to a thread (from another, or from the idle loop after a halt) costs
+//    GuestParams::context_switch of run time with no progress (GuestPort::stall); a vCPU that
+//    resumes the thread it was running (host preemption, a PV waiter's halt) pays none;
 //  - a waking thread goes to its previous vCPU if that is idle, else to any idle vCPU, else
 //    queues on its previous vCPU (select_idle_sibling, coarsely);
 //  - a vCPU about to go idle first takes a waiting thread from the vCPU with the longest queue
@@ -127,16 +128,19 @@ struct GuestParams {
   /// the cfs host's `hz` is set for such hosts. 0: no tick. MODEL: only these waiters see the
   /// tick; every other guest timing is event-driven.
   std::uint32_t hz = 250;
-  /// A vCPU switching from one of the guest's threads straight to another (the first blocked,
-  /// or its slice ran out with another waiting) spends this long in the guest kernel's
-  /// __schedule()/context_switch() before the next thread's work progresses
-  /// (GuestPort::stall). A switch from the idle loop (a halted vCPU woken for a thread) is not
-  /// charged: the host's switch-in (ExecParams::context_switch) and the reschedule IPI
-  /// (wake_ipi) stand for that path. 2 us, ONE source with the host's: "a trip through the
-  /// scheduler, normally on the order of a few micro-seconds" (KVM halt-polling documentation
-  /// [S], ../shared/reference/spinlocks-and-workloads.md section 1.3), its low end, which a
-  /// bare-metal task (a host entity) pays for the same switch. 0: free, as the model had it.
-  /// MODEL: one cost for every pair; Linux skips the mm switch between threads of one process.
+  /// A vCPU switching to one of the guest's threads, from another (the first blocked, or its
+  /// slice ran out with another waiting) or from the idle loop (a halted vCPU woken for it),
+  /// spends this long in the guest kernel's __schedule()/context_switch() before the thread's
+  /// work progresses (GuestPort::stall). It is the guest's half of a wake-up: the host's half
+  /// is the vCPU's switch-in (ExecParams::context_switch, which halt polling saves) and the
+  /// reschedule IPI (wake_ipi). A vCPU resuming the thread it was running (after a host
+  /// preemption, or a PV lock waiter's halt inside its thread) pays none. 2 us, ONE source with
+  /// the host's: "a trip through the scheduler, normally on the order of a few micro-seconds"
+  /// (KVM halt-polling documentation [S], ../shared/reference/spinlocks-and-workloads.md
+  /// section 1.3), its low end, which a bare-metal task (a host entity) pays for the same
+  /// switch, from another task or from idle. 0: free, as the model had it until 2026-12-01.
+  /// MODEL: one cost for every switch; Linux's switch from idle or between threads of one
+  /// process skips the address-space switch and costs somewhat less.
   sim::Duration context_switch = sim::us(2);
 };
 
@@ -145,7 +149,7 @@ struct GuestResults {
   double results = 0;        ///< workload results (events, MiB, loops) completed in the interval
   double throughput = 0;     ///< results per measured second
   std::uint64_t steps = 0;   ///< compute steps completed (all time)
-  /// Thread-to-thread switches on its vCPUs (GuestParams::context_switch), measured interval.
+  /// Switches to a thread on its vCPUs (GuestParams::context_switch), measured interval.
   std::uint64_t thread_switches = 0;
   LockStats locks;           ///< all of the guest's locks together, measured interval
   std::vector<LockStats> per_lock;  ///< by Workload::locks() index
@@ -225,6 +229,7 @@ class GuestOs final : public hv::GuestHooks {
     std::uint32_t curr = kNone;  ///< thread whose segment the vCPU executes
     std::uint32_t head = kNone, tail = kNone, queued = 0;
     bool wake_ipi_pending = false;  ///< a reschedule IPI to it is on its way (GuestParams::wake_ipi)
+    sim::Time switch_end = 0;       ///< when its last switch to a thread ended (with the switch-in's stall)
     hv::Waker ipi_waker;            ///< who sent that IPI, from where (the host's waker)
   };
 
@@ -234,9 +239,8 @@ class GuestOs final : public hv::GuestHooks {
   /// Newidle balance: the first waiting thread of the longest queue that was not woken onto
   /// its (then halted) vCPU, unlinked, or kNone.
   std::uint32_t newidle_pull();
-  /// Give the vCPU (which is running on the host) something to execute, or halt it. `from_idle`:
-  /// the vCPU was halted (no thread), so a thread it takes is no thread-to-thread switch.
-  void run_next(std::uint32_t vc, bool from_idle = false);
+  /// Give the vCPU (which is running on the host) something to execute, or halt it.
+  void run_next(std::uint32_t vc);
   void issue_segment(std::uint32_t vc, std::uint32_t t);
   void advance_thread(std::uint32_t t);  ///< draw the next step; blocks go to sleep
   /// Queue a woken thread (select_idle_sibling, coarsely) and wake its vCPU if halted: at once
@@ -269,6 +273,10 @@ class GuestOs final : public hv::GuestHooks {
   void send_message(std::uint32_t t);      ///< its completed step's send_to
   void credit(std::uint32_t t, double r);  ///< a step's result, inside the measured interval
   bool measuring() const { return port_.now() >= port_.measure_from(); }
+  /// vc's run time at which a spin starting now begins: after the switch to its thread (and the
+  /// vCPU's switch-in before it), when one is still under way: that stall is run time, but not
+  /// the thread's spinning.
+  sim::Duration spin_start(std::uint32_t vc) const;
   /// CPU time vc burned since its run time was run0, clipped to the measured interval.
   sim::Duration burned_in_window(std::uint32_t vc, sim::Duration run0) const;
   bool spin_kind(const LockState& l) const {

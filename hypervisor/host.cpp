@@ -336,16 +336,18 @@ void Host::set_work(VcpuId id, double work_ref_ns, Profile profile, double mem_i
   ple_arm(v, false);  // a spin segment starts the PAUSE-loop count; any other cancels it
 }
 
-void Host::stall(VcpuId id, sim::Duration d) {
+sim::Time Host::stall(VcpuId id, sim::Duration d) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning)
     violation("runnable-pick", id, v.pcpu, "guest stalled a vCPU that is not running");
-  if (d <= 0) return;
+  if (v.polling) violation("runnable-pick", id, v.pcpu, "guest stalled a halted (polling) vCPU");
+  if (d <= 0) return std::max(v.stall_until, now_);
   advance(v);  // what ran before counts at the old stall
   v.stall_until = std::max(v.stall_until, now_) + d;
   // The vCPU is about to get new work (set_work re-times it); re-time what it has meanwhile.
   v.done_at = sim::kNever;
   retime(v);
+  return v.stall_until;
 }
 
 void Host::set_preempted_work(VcpuId id, double work_ref_ns, Profile profile, double mem_intensity) {

@@ -189,7 +189,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   sim::Time measure_from() const override { return spec_.warmup; }
   void set_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity,
                 double bandwidth_mbps = 0.0, bool user_mode = false) override;
-  void stall(VcpuId v, sim::Duration d) override;
+  sim::Time stall(VcpuId v, sim::Duration d) override;
   void halt(VcpuId v) override;
   void kick(VcpuId v) override;
   Waker waker(VcpuId w) const override;

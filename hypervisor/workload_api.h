@@ -30,8 +30,9 @@ class GuestPort {
                         double bandwidth_mbps = 0.0, bool user_mode = false) = 0;
   /// The RUNNING vCPU v spends its next d ns of run time in the guest's own code, making no
   /// progress (the guest scheduler switching between two of its threads); the work set next
-  /// starts after it. MODEL: a host preemption inside those d ns drops what is left of them.
-  virtual void stall(VcpuId v, sim::Duration d) = 0;
+  /// starts after it. Returns when v's work can progress again: after any stall still under way
+  /// too (the host's switch-in). MODEL: a host preemption inside those d ns drops what is left.
+  virtual sim::Time stall(VcpuId v, sim::Duration d) = 0;
   /// The running vCPU v has nothing to do: it halts (HLT / SCHEDOP_block) and blocks on the host.
   virtual void halt(VcpuId v) = 0;
   /// Wake a halted vCPU (an IPI / event-channel notification). No effect if it is not blocked.

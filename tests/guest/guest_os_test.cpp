@@ -3,8 +3,9 @@
 // halts (Blocked on the host); a thread's wake-up kicks its halted vCPU; threads sharing vCPUs
 // rotate every guest slice of work, so equal threads progress equally; bare metal maps thread i
 // to entity i; and a program's block phases show up as the expected blocked share.
-// Expected values are computed by hand from the rules in guest_os.h and the host's context-switch
-// cost (2 us per switch-in, during which the pCPU is busy but no work progresses).
+// Expected values are computed by hand from the rules in guest_os.h, the host's context-switch
+// cost (cs: 2 us per switch-in, during which the pCPU is busy but no work progresses) and the
+// guest's (gcs: 2 us each time a vCPU switches to a thread, from another or from idle).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,7 +30,7 @@ using test::CountingWorkload;
 using test::TestHost;
 
 constexpr sim::Duration kCs = sim::us(2);
-constexpr sim::Duration kGuestCs = guest::GuestParams{}.context_switch;  // a thread-to-thread switch
+constexpr sim::Duration kGuestCs = guest::GuestParams{}.context_switch;  // a switch to a thread
 
 std::unique_ptr<guest::Program> program(std::uint32_t threads, std::vector<Phase> phases) {
   return std::make_unique<guest::Program>(threads, std::move(phases));
@@ -38,9 +39,9 @@ Phase compute(double ns) { return Phase{true, ns, Phase::Dist::kConst, hv::Profi
 Phase block(double ns) { return Phase{false, ns, Phase::Dist::kConst, hv::Profile::kCpu, 0}; }
 
 TEST(GuestOs, VcpuWithNoRunnableThreadHalts) {
-  // One thread computes 1 ms then blocks 10 ms. Switched in at t = 0, it stalls cs, computes
-  // until 1 ms + cs, and blocks: the vCPU has nothing to run and halts, so at 2 ms it is Blocked
-  // on the host and its pCPU idles.
+  // One thread computes 1 ms then blocks 10 ms. Switched in at t = 0, the vCPU stalls cs, the
+  // guest switches to the thread (gcs), which computes until 1 ms + cs + gcs and blocks: the vCPU
+  // has nothing to run and halts, so at 2 ms it is Blocked on the host and its pCPU idles.
   TestHost h(test::one_core_ht());
   auto vm = h.add_vm(test::vm("a", 1, test::cpus({0})), program(1, {compute(1e6), block(10e6)}));
   h.start();
@@ -48,8 +49,8 @@ TEST(GuestOs, VcpuWithNoRunnableThreadHalts) {
   const hv::VcpuId v = vm.vcpus[0];
   EXPECT_TRUE(h.host().is_blocked(v));
   EXPECT_EQ(h.host().pcpu(0).curr, hv::kIdle);
-  EXPECT_EQ(h.host().vcpu_stats(v).running, sim::ms(1) + kCs);
-  EXPECT_EQ(h.host().vcpu_stats(v).blocked, sim::ms(2) - (sim::ms(1) + kCs));
+  EXPECT_EQ(h.host().vcpu_stats(v).running, sim::ms(1) + kCs + kGuestCs);
+  EXPECT_EQ(h.host().vcpu_stats(v).blocked, sim::ms(2) - (sim::ms(1) + kCs + kGuestCs));
 }
 
 TEST(GuestOs, StartJitterDelaysEachThreadWithinTheWindowFromItsOwnStream) {
@@ -93,9 +94,9 @@ TEST(GuestOs, VcpuWithoutAnyThreadStaysHaltedThroughout) {
 }
 
 TEST(GuestOs, ThreadWakeupKicksItsHaltedVcpu) {
-  // Same program: the block ends at 1 ms + cs + 10 ms = 11.002 ms; the guest timer wakes the
-  // thread, which kicks its halted vCPU: the host wakes it (second wake-up) and runs it at once
-  // on the idle pCPU; after another cs and 1 ms of work it halts again at 12.004 ms.
+  // Same program: the block ends at 1 ms + cs + gcs + 10 ms = 11.004 ms; the guest timer wakes
+  // the thread, which kicks its halted vCPU: the host wakes it (second wake-up) and runs it at
+  // once on the idle pCPU; after another cs + gcs and 1 ms of work it halts again at 12.008 ms.
   TestHost h(test::one_core_ht());
   auto vm = h.add_vm(test::vm("a", 1, test::cpus({0})), program(1, {compute(1e6), block(10e6)}));
   h.start();
@@ -109,15 +110,16 @@ TEST(GuestOs, ThreadWakeupKicksItsHaltedVcpu) {
   EXPECT_EQ(h.host().vcpu_stats(v).runnable, 0);  // the idle pCPU took it at the instant of the kick
   h.run_until(sim::ms(13));
   EXPECT_TRUE(h.host().is_blocked(v));
-  EXPECT_EQ(h.host().vcpu_stats(v).running, 2 * (sim::ms(1) + kCs));
+  EXPECT_EQ(h.host().vcpu_stats(v).running, 2 * (sim::ms(1) + kCs + kGuestCs));
 }
 
 TEST(GuestOs, ThreadsSharingVcpusProgressEvenly) {
   // 4 sysbench-cpu threads on 2 vCPUs pinned to different cores (siblings idle: rate 1). Threads
   // 0 and 2 share vCPU 0, 1 and 3 vCPU 1; each vCPU runs all the time and rotates its two
-  // threads every 3 ms guest slice of work, each rotation costing the guest's switch gcs. Over
-  // T = 3 s each vCPU switches n = floor((T - cs) / (slice + gcs)) times and does
-  // W = T - cs - n gcs of work, so each thread does W / 2 to within half a slice, i.e. completes
+  // threads every 3 ms guest slice of work, each rotation costing the guest's switch gcs (as
+  // does the first switch, from idle). Over T = 3 s each vCPU rotates
+  // n = floor((T - cs - gcs) / (slice + gcs)) times and does W = T - cs - (n + 1) gcs of work,
+  // so each thread does W / 2 to within half a slice, i.e. completes
   //   W / (2 E) events, +- (slice / 2 + E) / E   (E = one event; one may be part-done).
   const sim::Duration T = sim::seconds(3), slice = sim::ms(3);
   const double E = 1e9 / 1306.90;
@@ -128,8 +130,8 @@ TEST(GuestOs, ThreadsSharingVcpusProgressEvenly) {
   auto vm = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::move(counting));
   h.start();
   h.run_until(T);
-  const double n = std::floor(static_cast<double>(T - kCs) / static_cast<double>(slice + kGuestCs));
-  const double W = static_cast<double>(T - kCs) - n * static_cast<double>(kGuestCs);
+  const double n = std::floor(static_cast<double>(T - kCs - kGuestCs) / static_cast<double>(slice + kGuestCs));
+  const double W = static_cast<double>(T - kCs) - (n + 1) * static_cast<double>(kGuestCs);
   const double per_thread = W / (2 * E);
   double total = 0;
   for (std::uint32_t t = 0; t < 4; ++t) {
@@ -273,47 +275,63 @@ TEST(GuestOs, WakeUpsNameTheirWakerAndSocketSendsAreSync) {
 TEST(GuestOs, IdleVcpuPullsAWaitingThread) {
   // 3 threads on 2 vCPUs (pinned to two cores): threads 0 and 2 start on vCPU 0, thread 1 on
   // vCPU 1. Thread 0 computes 2 ms, threads 1 and 2 1 ms each, then all sleep for good. At
-  // 1 ms + cs thread 1 sleeps; vCPU 1 has nothing of its own and, before halting, steals thread 2
-  // from vCPU 0's queue (newidle balance), a switch from thread 1 to thread 2 (gcs). So by
-  // 2 ms + cs + gcs all three are done, vCPU 1 having run 2 ms + cs + gcs; without the steal
-  // thread 2 would wait for vCPU 0 until 2 ms + cs + gcs and then run 1 ms more.
+  // 1 ms + cs + gcs thread 1 sleeps; vCPU 1 has nothing of its own and, before halting, steals
+  // thread 2 from vCPU 0's queue (newidle balance), a switch from thread 1 to thread 2 (gcs). So
+  // by 2 ms + cs + 2 gcs all three are done, vCPU 1 having run 2 ms + cs + 2 gcs; without the
+  // steal thread 2 would wait for vCPU 0 until 2 ms + cs + gcs and then run 1 ms more.
   TestHost h(test::flat(2));
   auto vm = h.add_vm(test::vm_pinned_each("a", {0, 1}),
                      std::make_unique<OnceWorkload>(std::vector<double>{2e6, 1e6, 1e6}));
   h.start();
-  h.run_until(sim::ms(2) + kCs + kGuestCs);
+  h.run_until(sim::ms(2) + kCs + 2 * kGuestCs);
   EXPECT_EQ(vm.os->results().steps, 3u);
   EXPECT_TRUE(h.host().is_blocked(vm.vcpus[0]));
   EXPECT_TRUE(h.host().is_blocked(vm.vcpus[1]));
-  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + kCs);
-  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).running, sim::ms(2) + kCs + kGuestCs);
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + kCs + kGuestCs);
+  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[1]).running, sim::ms(2) + kCs + 2 * kGuestCs);
 }
 
-TEST(GuestOs, AThreadToThreadSwitchCostsTheGuestsSwitchButAWakeFromIdleDoesNot) {
+TEST(GuestOs, EverySwitchToAThreadCostsTheGuestsSwitchButResumingOneDoesNot) {
   // Exact host (no switch-in cost). One vCPU, threads 0 and 1 of 1 ms each, then both sleep for
-  // good: thread 0 runs from 0 to 1 ms, the guest switches to thread 1 (gcs of no progress), which
-  // is done at 2 ms + gcs; the vCPU then halts. With context_switch 0 it is done at 2 ms.
+  // good: the guest switches to thread 0 (gcs of no progress: from idle, at the start), which is
+  // done at 1 ms + gcs, then to thread 1 (gcs), done at 2 ms + 2 gcs; the vCPU then halts. With
+  // context_switch 0 it is done at 2 ms. Both switches are counted either way.
   for (const sim::Duration gcs : {sim::Duration{0}, kGuestCs, sim::us(10)}) {
     guest::GuestParams gp;
     gp.context_switch = gcs;
     TestHost h(test::flat(1), test::exact_host());
     auto vm = h.add_vm(test::vm("a", 1), std::make_unique<OnceWorkload>(std::vector<double>{1e6, 1e6}), gp);
     h.start();
-    h.run_until(sim::ms(2) + gcs - 1);
+    h.run_until(sim::ms(2) + 2 * gcs - 1);
     EXPECT_EQ(vm.os->results().steps, 1u) << gcs;
     h.run_until(sim::ms(3));
     EXPECT_EQ(vm.os->results().steps, 2u) << gcs;
-    EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + gcs) << gcs;
+    EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + 2 * gcs) << gcs;
+    EXPECT_EQ(vm.os->results().thread_switches, 2u) << gcs;
   }
-  // A thread that blocks and is woken later finds its vCPU halted: leaving the idle loop costs
-  // the guest nothing (the host's switch-in stands for that path). One thread, 1 ms of work, a
-  // 10 ms sleep, 1 ms more: 2 ms of running in all.
+  // A thread that blocks and is woken later finds its vCPU halted: leaving the idle loop for it
+  // costs the guest its switch again. One thread, 1 ms of work, a 10 ms sleep, 1 ms more:
+  // 2 ms + 2 gcs of running.
+  {
+    TestHost h(test::flat(1), test::exact_host());
+    auto vm = h.add_vm(test::vm("a", 1), program(1, {compute(1e6), block(10e6)}));
+    h.start();
+    h.run_until(sim::ms(12) + sim::us(500));
+    EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2) + 2 * kGuestCs);
+    EXPECT_TRUE(h.host().is_blocked(vm.vcpus[0]));
+    EXPECT_EQ(vm.os->results().thread_switches, 2u);
+  }
+  // A vCPU the host preempts resumes the thread it was running: no guest switch. Two 1-vCPU
+  // VMs of one busy thread each share one pCPU; the host switches between them many times, the
+  // guests each switch once, to their thread at the start.
   TestHost h(test::flat(1), test::exact_host());
-  auto vm = h.add_vm(test::vm("a", 1), program(1, {compute(1e6), block(10e6)}));
+  auto a = h.add_vm(test::vm("a", 1), test::workload("sysbench-cpu", {{"threads", 1}}));
+  auto b = h.add_vm(test::vm("b", 1), test::workload("sysbench-cpu", {{"threads", 1}}));
   h.start();
-  h.run_until(sim::ms(12) + sim::us(500));
-  EXPECT_EQ(h.host().vcpu_stats(vm.vcpus[0]).running, sim::ms(2));
-  EXPECT_TRUE(h.host().is_blocked(vm.vcpus[0]));
+  h.run_until(sim::ms(200));
+  EXPECT_GT(h.host().vcpu_stats(a.vcpus[0]).context_switches, 3u);
+  EXPECT_EQ(a.os->results().thread_switches, 1u);
+  EXPECT_EQ(b.os->results().thread_switches, 1u);
 }
 
 TEST(GuestOs, BareMetalMapsThreadIToEntityI) {

@@ -95,10 +95,13 @@ TEST(SysbenchMemory04, TwoBusyVcpusGiveTwiceTheThreadRateWhenLocksAreNotSaturate
 TEST(SysbenchMemory04, SaturatedLockCapsTheVmAtOneHolderAtATime) {
   // cs_frac 0.9: each event holds the two locks 0.45 of its time each. The two mutex sections
   // of a VM can overlap (different locks) but each lock serialises: throughput <= 1 / 0.45 events
-  // per event-time, i.e. 2.22 x thread_bandwidth, and the 2 vCPUs cannot both stay busy.
+  // per event-time, i.e. 2.22 x thread_bandwidth, and the 2 vCPUs cannot both stay busy. Below
+  // the cap by the hand-offs: a sleeping waiter takes the lock only after its wake-up and the
+  // guest's switch to it (2 us, and the vCPU's 2 us switch-in and 2.8 us IPI when it had halted)
+  // against a 22 us step under the lock (five 9.8 us events at 0.45): 0.76-0.92 of the cap.
   const double tp = run_memory(4, 8, 100, 1, 300, 0.9).throughput;
   EXPECT_LT(tp, 100 / 0.45 * 1.01);
-  EXPECT_GT(tp, 100 / 0.45 * 0.8);
+  EXPECT_GT(tp, 100 / 0.45 * 0.75);
 }
 
 }  // namespace
