@@ -61,7 +61,7 @@ struct ExecParams {
   /// on the modelled host, the time from a vCPU thread's sched_switch away to the next vCPU's
   /// kvm_entry on that pCPU (ftrace), which no calibration mail here gives. A bare-metal task
   /// (a host entity) pays it too, for the host's own switch between processes, and a guest's
-  /// switch between two of its threads costs guest::GuestParams::context_switch, from the same
+  /// switch to one of its threads costs guest::GuestParams::context_switch, from the same
   /// source and of the same size.
   sim::Duration context_switch = sim::us(2);
   /// Delay from a resched_task() of a task running on another pCPU to that pCPU's schedule():
