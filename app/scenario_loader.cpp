@@ -427,6 +427,11 @@ void read_cpuidle(const YamlReader& h, hv::CpuidleParams& p) {
   }
   st.require_sequence();
   if (st.size() == 0) st.fail("an empty list: give at least one idle state (or leave cpuidle out)");
+  // CPUIDLE_STATE_MAX (include/linux/cpuidle.h): a cpuidle driver registers at most 10 states.
+  constexpr std::size_t kMaxIdleStates = 10;
+  if (st.size() > kMaxIdleStates)
+    st.fail("a list of " + std::to_string(st.size()) + " idle states: a cpuidle driver has at most " +
+            std::to_string(kMaxIdleStates) + " (CPUIDLE_STATE_MAX)");
   for (std::size_t i = 0; i < st.size(); ++i) {
     const YamlReader e = st.at(i);
     e.require_map();
@@ -435,6 +440,12 @@ void read_cpuidle(const YamlReader& h, hv::CpuidleParams& p) {
       if (!e.has(k)) e.fail(std::string("missing required key '") + k + "'");
     hv::IdleState s{e.get_string("name", ""), e.get_duration("exit_latency", 0, 0, sim::ms(100)),
                     e.get_duration("target_residency", 0, 0, sim::seconds(1))};
+    // The name labels the state in traces (idle-exit's "state"), as intel_idle's "C1E" does.
+    if (s.name.empty() || s.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                              std::string::npos)
+      e.at("name").fail("an idle state's name uses only letters, digits, '-' and '_' (e.g. C1E)");
+    for (const hv::IdleState& prev : p.states)
+      if (prev.name == s.name) e.at("name").fail("idle state '" + s.name + "' is named twice");
     // menu takes the deepest state whose residency the prediction reaches, walking them in order.
     if (!p.states.empty() && (s.target_residency < p.states.back().target_residency ||
                               s.exit_latency < p.states.back().exit_latency))

@@ -265,6 +265,21 @@ TEST(ScenarioLoader, HostCpuidleStates) {
             std::string::npos);
   EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle: {governor: menu}\n" + vms).find("host.cpuidle.governor: unknown key"),
             std::string::npos);
+  // Names label the states in traces: one word each, no two alike; at most CPUIDLE_STATE_MAX.
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle:\n    states:\n"
+                     "      - {name: '', exit_latency: 1us, target_residency: 2us}\n" + vms)
+                .find("t.yaml:5:16: host.cpuidle.states[0].name: an idle state's name uses only letters"),
+            std::string::npos);
+  EXPECT_NE(error_of("topology: one-core-ht\nhost:\n  cpuidle:\n    states:\n"
+                     "      - {name: C1, exit_latency: 1us, target_residency: 2us}\n"
+                     "      - {name: C1, exit_latency: 2us, target_residency: 4us}\n" + vms)
+                .find("t.yaml:6:16: host.cpuidle.states[1].name: idle state 'C1' is named twice"),
+            std::string::npos);
+  std::string eleven = "topology: one-core-ht\nhost:\n  cpuidle:\n    states:\n";
+  for (int i = 0; i < 11; ++i)
+    eleven += "      - {name: C" + std::to_string(i) + ", exit_latency: 1us, target_residency: 2us}\n";
+  EXPECT_NE(error_of(eleven + vms).find("host.cpuidle.states: a list of 11 idle states: a cpuidle driver has at most 10"),
+            std::string::npos);
 }
 
 TEST(ScenarioLoader, GuestContextSwitchKey) {
