@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -74,9 +75,14 @@ constexpr double kMaxDurationNs = 9.2e18;  // llround's range: about 292 years
 
 }  // namespace
 
+// The model's clock counts whole nanoseconds; a fraction of one (0.5ns, 1.0000000001s) was rounded
+// away in silence, so that 0.4ns ran as 0. The tolerance only absorbs the decimal-to-binary error
+// of spellings such as 0.1s.
+bool whole_ns(double ns) { return std::fabs(ns - std::nearbyint(ns)) <= 1e-6 + 1e-12 * std::fabs(ns); }
+
 std::optional<sim::Duration> parse_duration(std::string_view text) {
   const auto ns = duration_ns(text);
-  if (!ns || std::fabs(*ns) > kMaxDurationNs) return std::nullopt;
+  if (!ns || std::fabs(*ns) > kMaxDurationNs || !whole_ns(*ns)) return std::nullopt;
   return static_cast<sim::Duration>(std::llround(*ns));
 }
 
@@ -163,15 +169,32 @@ std::size_t invalid_utf8_at(std::string_view s) {
 constexpr int kMaxDepth = 64;
 constexpr std::size_t kMaxNodes = 1'000'000;
 
-// The offset of the first C0 control character other than tab, line feed and carriage return
-// (or DEL) in s, or npos: YAML's printable set (1.2 section 5.1) excludes them, and yaml-cpp
-// passes a raw NUL into a name, where reports print it.
+// The offset of the first control character in s, or npos: a C0 control other than tab, line
+// feed and carriage return, DEL, or a C1 control (U+0080-U+009F, in UTF-8 0xC2 0x80-0x9F) other
+// than NEL (U+0085). YAML's printable set (1.2 section 5.1, c-printable) excludes them, and
+// yaml-cpp passes them into names, where reports and trace labels print them.
 std::size_t control_at(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) return i;
+    if (c == 0xC2 && i + 1 < s.size()) {
+      const auto d = static_cast<unsigned char>(s[i + 1]);
+      if (d >= 0x80 && d <= 0x9F && d != 0x85) return i;
+    }
   }
   return std::string_view::npos;
+}
+
+// How an error names the control character at s[i]: its byte, or for a C1 control its code point.
+std::string control_name(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  std::ostringstream os;
+  if (c == 0xC2 && i + 1 < s.size())
+    os << "U+" << std::uppercase << std::hex << std::setw(4) << std::setfill('0')
+       << static_cast<unsigned>(static_cast<unsigned char>(s[i + 1]));
+  else
+    os << "byte 0x" << std::hex << static_cast<unsigned>(c);
+  return os.str();
 }
 
 // The quoted scalar (or key) that starts last in the text. Plain values, not a YAML::Node: a
@@ -200,8 +223,8 @@ void check_node(const YAML::Node& n, const std::string& file, const std::string&
       os << "not UTF-8 text (byte 0x" << std::hex << static_cast<unsigned>(static_cast<unsigned char>(text[bad]))
          << " at character " << std::dec << bad + 1 << " of this value); files are read as UTF-8";
     else
-      os << "a control character (byte 0x" << std::hex << static_cast<unsigned>(static_cast<unsigned char>(text[ctl]))
-         << ") at character " << std::dec << ctl + 1 << " of this value; YAML text is printable";
+      os << "a control character (" << control_name(text, ctl) << ") at character " << ctl + 1
+         << " of this value; YAML text is printable";
     throw ConfigError(file, line_of(at), col_of(at), field, os.str());
   };
   // The quoted scalar that comes last in the file is checked for its closing quote (below).
@@ -270,9 +293,12 @@ void check_raw_text(const std::string& text, const std::string& file) {
     else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++col;  // count characters, not bytes
   }
   std::ostringstream os;
-  os << (invalid_utf8_at(text) == bad ? "not UTF-8 text" : "a control character") << " (byte 0x" << std::hex
-     << static_cast<unsigned>(static_cast<unsigned char>(text[bad])) << std::dec
-     << "); files are UTF-8 text of printable characters, comments included";
+  if (invalid_utf8_at(text) == bad)
+    os << "not UTF-8 text (byte 0x" << std::hex << static_cast<unsigned>(static_cast<unsigned char>(text[bad]))
+       << std::dec << ")";
+  else
+    os << "a control character (" << control_name(text, bad) << ")";
+  os << "; files are UTF-8 text of printable characters, comments included";
   throw ConfigError(file, line, col, "", os.str());
 }
 
@@ -388,8 +414,11 @@ bool YamlReader::as_bool() const {
 sim::Duration YamlReader::as_duration() const {
   if (!node_.IsScalar()) fail("expected a duration such as 30s or 200ms");
   auto v = parse_duration(node_.Scalar());
-  if (!v && duration_ns(node_.Scalar()))  // a number with a unit, but past what a clock holds
-    fail("'" + node_.Scalar() + "' is too long (durations go up to about 292 years, 9.2e18 ns)");
+  if (const auto ns = duration_ns(node_.Scalar()); !v && ns) {  // a number with a unit, but no clock value
+    if (std::fabs(*ns) > kMaxDurationNs)
+      fail("'" + node_.Scalar() + "' is too long (durations go up to about 292 years, 9.2e18 ns)");
+    fail("'" + node_.Scalar() + "' is not a whole number of nanoseconds (the model's clock counts ns)");
+  }
   if (!v) fail("expected a duration with a unit (ns, us, ms, s), got '" + node_.Scalar() + "'");
   return *v;
 }

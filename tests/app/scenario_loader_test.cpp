@@ -379,6 +379,24 @@ TEST(ScenarioLoader, ControlCharactersAndBadBytesInCommentsAreErrors) {
             "t.yaml:4:8: a control character (byte 0x7); files are UTF-8 text of printable characters, comments "
             "included");
   EXPECT_EQ(test::error_of(kOneVm + "# caf\xc3\xa9, tab\there\r\n"), "no error");
+  // C1 controls (U+0080-U+009F) are outside YAML's printable set too, in a value or a comment;
+  // NEL (U+0085) is the one inside it.
+  EXPECT_EQ(test::error_of(std::string("name: a\xc2\x81" "b\n") + kOneVm),
+            "t.yaml:1:7: name: a control character (U+0081) at character 2 of this value; YAML text is printable");
+  EXPECT_EQ(test::error_of(kOneVm + "# csi \xc2\x9b\n"),
+            "t.yaml:4:7: a control character (U+009B); files are UTF-8 text of printable characters, comments "
+            "included");
+  EXPECT_EQ(test::error_of(kOneVm + "# nel \xc2\x85 and \xc2\xa0\n"), "no error");
+}
+
+// The clock counts whole nanoseconds: 0.4ns ran as 0 and 1.5ns as 2, in silence.
+TEST(ScenarioLoader, ADurationFinerThanANanosecondIsRefused) {
+  EXPECT_EQ(test::error_of("warmup: 0.4ns\n" + kOneVm),
+            "t.yaml:1:9: warmup: '0.4ns' is not a whole number of nanoseconds (the model's clock counts ns)");
+  EXPECT_EQ(test::error_of("duration: 1.0000000005s\n" + kOneVm),
+            "t.yaml:1:11: duration: '1.0000000005s' is not a whole number of nanoseconds (the model's clock counts "
+            "ns)");
+  EXPECT_EQ(test::error_of("duration: 0.1s\nwarmup: 1.5us\n" + kOneVm), "no error");
 }
 
 TEST(ScenarioLoader, AnEmptyKeyIsNamedInTheError) {
