@@ -134,6 +134,10 @@ topo::TopologySpec spec_from_map(const YamlReader& m, const std::string& default
   s.distances = get_matrix(m, "distances", s.nodes);
   s.latency_ns = get_matrix(m, "latency_ns", s.nodes);
   s.node_bandwidth_mbps = m.get_double("node_bandwidth_mbps", 0.0, 0.0, kMaxBandwidthMbps);
+  // 1e-9 MB/s ran, its memory-bound threads all but stopped: a typo (a unit slip) that reports
+  // looked like a result. No memory moves less than 1 MB/s.
+  if (s.node_bandwidth_mbps > 0 && s.node_bandwidth_mbps < 1)
+    m.at("node_bandwidth_mbps").fail("is 0 (unlimited) or at least 1 MB/s; no node's memory is slower");
   s.remote_bandwidth_ratio = m.get_double("remote_bandwidth_ratio", s.remote_bandwidth_ratio, 0.0, 1.0);
   // The range is half-open, (0, 1]: no remote bandwidth at all would make remote memory unusable.
   if (s.remote_bandwidth_ratio <= 0) m.at("remote_bandwidth_ratio").fail("must be greater than 0");

@@ -239,6 +239,19 @@ TEST(TopologyLoader, NegativeBandwidthIsOutOfRange) {
   EXPECT_EQ(e.field(), "topology.node_bandwidth_mbps");
 }
 
+TEST(TopologyLoader, BandwidthBelowOneMegabyteASecondIsRefused) {
+  const ConfigError e = load_error(
+      "topology:\n"
+      "  sockets: 1\n"
+      "  cores_per_socket: 4\n"
+      "  threads_per_core: 2\n"
+      "  nodes: 1\n"
+      "  node_bandwidth_mbps: 1e-9\n");  // line 6
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.field(), "topology.node_bandwidth_mbps");
+  EXPECT_NE(e.message().find("at least 1 MB/s"), std::string::npos) << e.message();
+}
+
 TEST(TopologyLoader, MatrixOfWrongSizePointsAtTheMatrix) {
   const ConfigError e = load_error(
       "topology:\n"
