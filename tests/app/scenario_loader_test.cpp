@@ -203,6 +203,9 @@ TEST(ScenarioLoader, HostPleKeys) {
   EXPECT_EQ(all.host.ple.exit_cost, sim::us(1));
   EXPECT_EQ(all.host.ple.flavour, hv::PleFlavour::kXen);
   EXPECT_FALSE(load("topology: one-core-ht\nhost: {ple: {enabled: true, gap: 0}}\n" + vms).host.ple.active());
+  // A free exit with a 1-cycle window made a spinner exit in a loop at one instant.
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nhost: {ple: {enabled: true, window: 1, exit_cost: 0}}\n" + vms),
+            "t.yaml:2:51: host.ple.exit_cost: is at least 100ns: no VM exit and entry is cheaper (0.4-1.5 us measured)");
 }
 
 // host.halt_poll: the kvm module defaults when only `enabled` is given, every key read, a KVM
