@@ -214,6 +214,18 @@ void check_node(const YAML::Node& n, const std::string& file, const std::string&
                                         : "the document expands to more than " + std::to_string(kMaxNodes) +
                                               " nodes (aliases of aliases?)");
   auto child = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  // yaml-cpp keeps a tag and every reader here ignores it: `!include other.yaml` loaded as the
+  // text "other.yaml", `!!float 5s` as a duration. So none is accepted. yaml-cpp tags an untagged
+  // node "?" and a quoted scalar "!" (YAML's non-specific tags).
+  auto check_tag = [&](const YAML::Node& at, const std::string& field) {
+    std::string tag = at.Tag();
+    if (tag.empty() || tag == "?" || tag == "!") return;
+    constexpr std::string_view kCore = "tag:yaml.org,2002:";  // what yaml-cpp makes of `!!`
+    if (tag.rfind(kCore, 0) == 0) tag = "!!" + tag.substr(kCore.size());
+    throw ConfigError(file, line_of(at), col_of(at), field,
+                      "a YAML tag ('" + tag + "'); tags are not read here, so write the value without it");
+  };
+  check_tag(n, path);
   auto check_text = [&](const YAML::Node& at, const std::string& text, const std::string& field) {
     const std::size_t bad = invalid_utf8_at(text);
     const std::size_t ctl = control_at(text);
@@ -237,6 +249,7 @@ void check_node(const YAML::Node& n, const std::string& file, const std::string&
     for (const auto& kv : n) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
       check_text(kv.first, key, child(shown_key(key)));
+      check_tag(kv.first, child(shown_key(key)));
       if (kv.first.IsScalar()) note_last(kv.first, child(shown_key(key)));
       for (const auto& [k, mark] : seen)
         if (k == key && kv.first.IsScalar())

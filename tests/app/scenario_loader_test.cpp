@@ -392,6 +392,17 @@ TEST(ScenarioLoader, ControlCharactersAndBadBytesInCommentsAreErrors) {
   EXPECT_EQ(test::error_of(kOneVm + "# nel \xc2\x85 and \xc2\xa0\n"), "no error");
 }
 
+// A tag was kept by yaml-cpp and ignored by every reader: `!include f.yaml` loaded as the text.
+TEST(ScenarioLoader, YamlTagsAreRefused) {
+  EXPECT_EQ(test::error_of("name: !include other.yaml\n" + kOneVm),
+            "t.yaml:1:7: name: a YAML tag ('!include'); tags are not read here, so write the value without it");
+  EXPECT_EQ(test::error_of("duration: !!float 5s\n" + kOneVm),
+            "t.yaml:1:11: duration: a YAML tag ('!!float'); tags are not read here, so write the value without it");
+  EXPECT_EQ(test::error_of("!!str seed: 3\n" + kOneVm),
+            "t.yaml:1:1: seed: a YAML tag ('!!str'); tags are not read here, so write the value without it");
+  EXPECT_EQ(test::error_of("name: 'quoted'\nseed: &s 3\n" + kOneVm), "no error");
+}
+
 // The clock counts whole nanoseconds: 0.4ns ran as 0 and 1.5ns as 2, in silence.
 TEST(ScenarioLoader, ADurationFinerThanANanosecondIsRefused) {
   EXPECT_EQ(test::error_of("warmup: 0.4ns\n" + kOneVm),
