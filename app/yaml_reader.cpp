@@ -73,12 +73,12 @@ std::optional<double> duration_ns(std::string_view text) {
 
 constexpr double kMaxDurationNs = 9.2e18;  // llround's range: about 292 years
 
-}  // namespace
-
 // The model's clock counts whole nanoseconds; a fraction of one (0.5ns, 1.0000000001s) was rounded
 // away in silence, so that 0.4ns ran as 0. The tolerance only absorbs the decimal-to-binary error
 // of spellings such as 0.1s.
 bool whole_ns(double ns) { return std::fabs(ns - std::nearbyint(ns)) <= 1e-6 + 1e-12 * std::fabs(ns); }
+
+}  // namespace
 
 std::optional<sim::Duration> parse_duration(std::string_view text) {
   const auto ns = duration_ns(text);
