@@ -44,10 +44,10 @@ Step SysbenchCpu::next(std::uint32_t, sim::RngStream& rng) {
 }
 
 SysbenchMemory::SysbenchMemory(std::uint32_t threads, double block_bytes, double thread_mbps, double mem_intensity,
-                               double events_per_step_param, Version version, double cs_frac)
+                               double events_per_step_param, Version version, double cs_frac, double event_cv)
     : threads_(threads), block_mib_(block_bytes / (1024.0 * 1024.0)),
       block_ns_(block_bytes / (thread_mbps * 1024.0 * 1024.0) * 1e9), mem_(mem_intensity), version_(version),
-      cs_frac_(cs_frac),
+      cs_frac_(cs_frac), cv_(event_cv),
       per_step_(version == Version::k10 || events_per_step_param >= 1
                     ? vcpusim::guest::events_per_step(events_per_step_param, block_ns_)
                     // 0.4: the fewest events making 50 us (see sysbench.h)
@@ -79,6 +79,8 @@ std::vector<ParamSpec> SysbenchMemory::param_specs() {
        "mutexes per event; see sysbench.h)"},
       {"cs_frac", ParamSpec::Kind::kDouble, 0.4, 0.0, 0.95, {},
        "0.4 only: share of an event's CPU time under the two mutexes (note: 30-50% at 1 KiB -> 0.4)"},
+      {"event_cv", ParamSpec::Kind::kDouble, 0.0, 0.0, 1.0, {},
+       "coefficient of variation of the event time (0: every event alike; see sysbench.h on phase locking)"},
   };
 }
 
@@ -88,13 +90,21 @@ std::unique_ptr<Workload> SysbenchMemory::make(const sim::ParamValues& v) {
                                           v.get("thread_bandwidth", 6000), v.get("mem_intensity", 0.8),
                                           v.get("events_per_step", 0),
                                           v.get("version", 0) >= 1 ? Version::k04 : Version::k10,
-                                          v.get("cs_frac", 0.4));
+                                          v.get("cs_frac", 0.4), v.get("event_cv", 0.0));
 }
 
-Step SysbenchMemory::next(std::uint32_t thread, sim::RngStream&) {
+double SysbenchMemory::step_factor(sim::RngStream& rng) const {
+  if (cv_ <= 0) return 1.0;  // no draw: a jitter-free run keeps its random streams as before
+  // A step is per_step_ independent events, so its time has the event's mean and cv / sqrt(n)
+  // (one draw for the sum; SysbenchCpu draws per event, its steps hold few). Floored as there.
+  return std::max(0.05, rng.normal(1.0, cv_ / std::sqrt(static_cast<double>(per_step_))));
+}
+
+Step SysbenchMemory::next(std::uint32_t thread, sim::RngStream& rng) {
+  const double f = step_factor(rng);
   if (version_ == Version::k04) {
     // An event's CPU time is block_ns_; cs_frac of it is held, half under each mutex.
-    const double held = cs_frac_ * block_ns_ * per_step_ / 2;
+    const double held = cs_frac_ * block_ns_ * per_step_ / 2 * f;
     Step s;
     s.profile = hv::Profile::kMixed;
     s.mem_intensity = mem_;
@@ -103,7 +113,7 @@ Step SysbenchMemory::next(std::uint32_t thread, sim::RngStream&) {
       s.work_ns = 0;  // the loop top: straight into memory_get_request()'s mutex
       s.lock = 0;
     } else {
-      s.work_ns = (1 - cs_frac_) * block_ns_ * per_step_;  // the writes and the event timers
+      s.work_ns = (1 - cs_frac_) * block_ns_ * per_step_ * f;  // the writes and the event timers
       s.lock = 1;
       s.result = block_mib_ * per_step_;
     }
@@ -112,7 +122,8 @@ Step SysbenchMemory::next(std::uint32_t thread, sim::RngStream&) {
   }
   // It draws what it writes: block bytes per block time, in MB/s (1 MiB/s = 1.048576 MB/s).
   const double mbps = block_mib_ * 1.048576 / (block_ns_ * 1e-9);
-  return Step{Step::Kind::kCompute, block_ns_ * per_step_, hv::Profile::kMemory, mem_, 0, block_mib_ * per_step_, mbps};
+  return Step{Step::Kind::kCompute, block_ns_ * per_step_ * f, hv::Profile::kMemory, mem_, 0, block_mib_ * per_step_,
+              mbps};
 }
 
 }  // namespace vcpusim::guest

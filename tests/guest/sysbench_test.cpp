@@ -5,6 +5,7 @@
 // mutexes once; the 1.0 model takes none.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 
 #include "guest/guest_os.h"
@@ -102,6 +103,33 @@ TEST(SysbenchMemory04, SaturatedLockCapsTheVmAtOneHolderAtATime) {
   const double tp = run_memory(4, 8, 100, 1, 300, 0.9).throughput;
   EXPECT_LT(tp, 100 / 0.45 * 1.01);
   EXPECT_GT(tp, 100 / 0.45 * 0.75);
+}
+
+TEST(SysbenchMemory, EventCvSpreadsStepTimesAroundTheMean) {
+  // 1.0, 1 KiB at 1 MiB/s: 976.6 us per event, 4 per step. With event_cv 0.2 a step (the sum of
+  // 4 events) keeps its mean and has cv 0.2 / sqrt(4) = 0.1; over 20000 steps the sample mean is
+  // within 4 standard errors (0.1 / sqrt(20000) = 0.07%) and the sample cv within 3% of 0.1.
+  const double event_ns = 1e9 / 1024.0;
+  SysbenchMemory jittered(1, 1024, 1.0, 0.0, 4, SysbenchMemory::Version::k10, 0.4, 0.2);
+  sim::RngStream rng(7);
+  double sum = 0, sq = 0;
+  constexpr int kSteps = 20000;
+  for (int i = 0; i < kSteps; ++i) {
+    const double w = jittered.next(0, rng).work_ns / (4 * event_ns);
+    sum += w;
+    sq += w * w;
+  }
+  const double mean = sum / kSteps, cv = std::sqrt(sq / kSteps - mean * mean) / mean;
+  EXPECT_NEAR(mean, 1.0, 4 * 0.1 / std::sqrt(kSteps));
+  EXPECT_NEAR(cv, 0.1, 0.003);
+  // event_cv 0: every step alike, and no draw, so a run's other random streams do not shift.
+  SysbenchMemory flat(1, 1024, 1.0, 0.0, 4, SysbenchMemory::Version::k04, 0.4, 0.0);
+  sim::RngStream a(7), b(7);
+  for (int i = 0; i < 10; ++i) {
+    const auto s = flat.next(0, a);
+    EXPECT_DOUBLE_EQ(s.hold_ns, 0.4 * 4 * event_ns / 2);
+  }
+  EXPECT_EQ(a.next_u64(), b.next_u64());
 }
 
 }  // namespace
