@@ -122,9 +122,13 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
   std::vector<app::RunResult> runs;
   for (std::uint32_t i = 0; i < spec.repetitions; ++i) {
     runs.push_back(app::run_scenario(spec, app::repetition_seed(spec.seed, i)));
-    // Results of every finished repetition are on disk before the next one starts.
-    if (!json_path.empty()) app::write_atomically(json_path, app::to_json(spec, runs).dump(2) + "\n");
-    if (!csv_path.empty()) {
+    // Results of every finished repetition are on disk before the next one starts. Standard
+    // output cannot be rewritten: it gets the one document at the end (it got one per
+    // repetition, which no JSON reader takes), and the CSV rows once each.
+    const bool last = i + 1 == spec.repetitions;
+    if (!json_path.empty() && (json_path != "-" || last))
+      app::write_atomically(json_path, app::to_json(spec, runs).dump(2) + "\n");
+    if (!csv_path.empty() && (csv_path != "-" || last)) {
       std::ostringstream os;
       app::write_csv(os, runs);
       app::write_atomically(csv_path, os.str());
@@ -158,14 +162,17 @@ void print_sweep_summary(const app::SweepSummary& s) {
 
 // A flag that takes an integer from 0 to 2^63 - 1 (`what` names it in the message): CLI11 parses
 // "-5" into an unsigned as 2^64 - 5 and lets it through.
+// Both validators rewrite the value as plain decimal: CLI11's own conversion then read "010" as
+// octal 8 (`--seed 010` ran seed 8, where `seed: 010` in the file is 10) and took "0x2" as hex.
 CLI::Validator whole_number(const std::string& what) {
   return CLI::Validator(
-      [what](const std::string& v) -> std::string {
+      [what](std::string& v) -> std::string {
         std::int64_t x = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
         if (ec != std::errc() || end != v.data() + v.size() || x < 0)
           return "'" + v + "' is not " + what + ": an integer from 0 to " +
                  std::to_string(std::numeric_limits<std::int64_t>::max());
+        v = std::to_string(x);
         return {};
       },
       "0 to 2^63 - 1");
@@ -175,12 +182,14 @@ CLI::Validator whole_number(const std::string& what) {
 // flag refuses what the file refuses (CLI11's Range took 100000 repetitions, the file 10000).
 CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
   return CLI::Validator(
-      [lo, hi](const std::string& v) -> std::string {
+      [lo, hi](std::string& v) -> std::string {
         std::int64_t x = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
         if (ec != std::errc() || end != v.data() + v.size())
           return "'" + v + "' is not an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
-        return x < lo || x > hi ? app::out_of_range(x, lo, hi) : std::string();
+        if (x < lo || x > hi) return app::out_of_range(x, lo, hi);
+        v = std::to_string(x);
+        return {};
       },
       std::to_string(lo) + " to " + std::to_string(hi));
 }
@@ -219,10 +228,10 @@ int run_command_line(int argc, char** argv) {
   // The scenario's seed: takes [0, 2^63 - 1]; so do these. CLI11 alone would wrap "-5" into
   // 2^64 - 5, and its Range lets 2^64 - 5 itself through.
   const CLI::Validator seed_range = whole_number("a seed");
-  run->add_option("--seed", seed, "master seed (overrides the scenario's seed:)")->check(seed_range);
+  run->add_option("--seed", seed, "master seed (overrides the scenario's seed:)")->transform(seed_range);
   run->add_option("--duration", duration, "simulated time, e.g. 10s or 500ms (overrides duration:)")->check(kNonEmpty);
   run->add_option("--repetitions", reps, "number of seeds to run (overrides repetitions:)")
-      ->check(field_range(1, app::kMaxRepetitions));
+      ->transform(field_range(1, app::kMaxRepetitions));
   run->add_option("--json", json_path, "write results as JSON to FILE ('-': stdout); rewritten after each repetition")->check(kNonEmpty);
   run->add_option("--csv", csv_path, "write one CSV row per domain and repetition to FILE ('-': stdout)")->check(kNonEmpty);
   run->add_flag("--quiet", quiet, "print no table");
@@ -235,13 +244,13 @@ int run_command_line(int argc, char** argv) {
   std::vector<std::string> trace_sets;
   trace->add_option("--set", trace_sets, "override a field of the scenario: PATH=VALUE (YAML), repeatable");
   trace->add_option("--window", trace_window, "simulated interval to keep, FROM..TO (default 0s..200ms)")->check(kNonEmpty);
-  trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)")->check(seed_range);
+  trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)")->transform(seed_range);
   trace->add_option("--out", trace_out, "output file (open it in ui.perfetto.dev or chrome://tracing)")->required()->check(kNonEmpty);
 
   auto* bench = cli.add_subcommand("bench", "Measure the engine's and whole scenarios' speed (medians over repeats)");
   app::BenchOptions bo;
   std::string bench_json;
-  bench->add_option("--repeats", bo.repeats, "repeats per measurement (default 5)")->check(CLI::Range(1, 1000));
+  bench->add_option("--repeats", bo.repeats, "repeats per measurement (default 5)")->transform(field_range(1, 1000));
   bench->add_flag("--quick", bo.quick, "short runs, for a smoke test");
   bench->add_option("--json", bench_json, "also write the figures as JSON to FILE")->check(kNonEmpty);
 
@@ -252,9 +261,10 @@ int run_command_line(int argc, char** argv) {
   std::vector<std::string> sets;
   sweep->add_option("SCENARIO", sweep_file, "scenario YAML with sweep: and/or columns:")->required();
   sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required()->check(kNonEmpty);
-  sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value");
+  sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value")
+      ->transform(field_range(0, std::numeric_limits<std::uint32_t>::max()));
   sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)")
-      ->check(whole_number("a record count"))  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
+      ->transform(whole_number("a record count"))  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
       ->check(kAtLeastOne);
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
   std::string shard;
@@ -293,7 +303,8 @@ int run_command_line(int argc, char** argv) {
   repro->add_flag("--list", repro_list, "list the reproductions");
   repro->add_option("--from", repro_from, "read finished records from DIR instead of running")->check(kNonEmpty);
   repro->add_option("--out", repro_out, "where to run the sweep (default: vcpusim-reproduce/NAME); resumes")->check(kNonEmpty);
-  repro->add_option("--jobs", repro_jobs, "parallel runs (default 0: every core)");
+  repro->add_option("--jobs", repro_jobs, "parallel runs (default 0: every core)")
+      ->transform(field_range(0, std::numeric_limits<std::uint32_t>::max()));
   repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)")->check(kNonEmpty);
   repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
   std::vector<std::vector<std::string>> repro_row_sets;

@@ -8,6 +8,7 @@
 #include "app/config_error.h"
 #include "app/output_paths.h"
 #include "app/records.h"
+#include "app/sweep.h"
 
 namespace vcpusim::app {
 
@@ -21,8 +22,18 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
     for (auto& r : read_records(path)) {
       one.check(r, path);
-      if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, r.at("tasks_total").get<std::size_t>());
-      if (r.contains("task_index")) seen_tasks.insert(r.at("task_index").get<std::size_t>());
+      // A sweep has at most kMaxSweepRuns tasks: a hand-edited tasks_total of 10^9 made the
+      // missing list a 4 GB allocation (std::bad_alloc, exit 1).
+      const auto count_at = [&](const char* field) -> std::size_t {
+        const nlohmann::json& v = r.at(field);
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() > kMaxSweepRuns)
+          throw ConfigError(path, 0, 0, field,
+                            v.dump() + " is not a task count of a sweep (an integer from 0 to " +
+                                std::to_string(kMaxSweepRuns) + ")");
+        return v.get<std::size_t>();
+      };
+      if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, count_at("tasks_total"));
+      if (r.contains("task_index")) seen_tasks.insert(count_at("task_index"));
       const RecordKey k = key_of(r);
       if (kept.count(k)) {
         ++rep.duplicates;

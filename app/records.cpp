@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
+#include <set>
 
 #include "app/config_error.h"
 #include "app/output_paths.h"
@@ -67,6 +69,8 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   std::vector<nlohmann::json> all;
   OneSweep one(command);
   std::string paths;
+  std::set<RecordKey> seen;
+  std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& in = inputs[i];
     const std::string path = records_file_of(in);
@@ -80,9 +84,17 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
     paths += (paths.empty() ? "" : ", ") + path;
     for (auto& r : read_records(path)) {
       one.check(r, path);
+      // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
+      // the same sample twice shrank the stddevs. Kept once, as merge keeps it.
+      if (!seen.insert(key_of(r)).second) {
+        ++duplicates;
+        continue;
+      }
       all.push_back(std::move(r));
     }
   }
+  if (duplicates > 0)
+    std::cerr << command << ": " << duplicates << " duplicate record(s) dropped (the same run in two inputs, or twice in one)\n";
   // Named: "<records>: no records to compare" did not say which file was empty.
   if (all.empty())
     throw ConfigError(paths, 0, 0, "", "no records to " + command + " (an empty file, or one holding only a torn last line)");

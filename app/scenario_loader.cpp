@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "app/affinity.h"
@@ -657,8 +658,10 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     if (s.host.smt || topology.smt_mask(t).first() == t) usable.set(t);
 
   std::set<std::string> names;
+  std::map<std::string, std::string> instance_owner;  // instance name -> its group
   std::vector<std::int64_t> cookie_override;  // per group: its `cookie:` (-1: none given)
   std::uint32_t vm_index = 0, entities = 0;
+  std::uint64_t threads = 0;
   std::vector<std::uint32_t> placed(topology.num_nodes(), 0);  // vCPUs per node, for auto placement
   for (const char* key : {"vms", "baremetal"}) {
     if (!root.has(key)) continue;
@@ -671,11 +674,26 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
                                s.policy != "cfs", s.host.core_sched.enabled);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
+      // Instances are named NAME-i, so group `cpu` (count 2) and group `cpu-1` both made a
+      // `cpu-1`, and one's metrics silently replaced the other's in every output.
+      for (const hv::DomainSpec& d : g.instances)
+        if (const auto [it, fresh] = instance_owner.emplace(d.name, g.name); !fresh)
+          list.at(i).at("name").fail("its instance '" + d.name + "' has the name of an instance of group '" +
+                                     it->second + "' (instances of a group of count N are NAME-0 .. NAME-N-1)");
       if (s.host.sched_gran.core) check_unit_affinity(list.at(i), g, topology);
       entities += g.count * g.vcpus;
       if (entities > kMaxEntities)  // checked per group: building a million instances took seconds
         list.at(i).fail("brings the scenario to " + std::to_string(entities) + " vCPUs and tasks, more than " +
                         std::to_string(kMaxEntities));
+      // Guest threads too: 4096 instances of 4096 threads each passed the vCPU cap and took
+      // 3.7 GB per group before the first event.
+      const auto& wp = g.workload.params.all();
+      if (const auto t = wp.find("threads"); t != wp.end()) {
+        threads += static_cast<std::uint64_t>(g.count) * static_cast<std::uint64_t>(t->second);
+        if (threads > kMaxEntities)
+          list.at(i).fail("brings the scenario to " + std::to_string(threads) + " workload threads, more than " +
+                          std::to_string(kMaxEntities));
+      }
       s.groups.push_back(std::move(g));
     }
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "app/scenario.h"
@@ -585,6 +586,17 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
               std::to_string(plan.repetitions) + " repetition(s) = " + count(runs) + " runs; a sweep has at most " +
               std::to_string(kMaxSweepRuns) + " (split it into several files)");
   }
+  // A value given twice ran its point twice, with the same seeds, and compare counted its
+  // samples twice (a smaller stddev from nothing). Labels of a labelled axis are distinct keys.
+  for (const Axis& ax : axes) {
+    if (ax.labelled) continue;
+    std::map<std::string, std::size_t> first;
+    for (std::size_t i = 0; i < ax.labels.size(); ++i)
+      if (const auto [it, fresh] = first.emplace(ax.labels[i].dump(), i); !fresh)
+        ax.where[i].fail("this value is given twice (values[" + std::to_string(it->second) + "] is the same): " +
+                         "its point would run twice with the same seeds and be counted twice");
+  }
+
   for (const auto& [path, at] : settings) check_run_setting(path, at);
 
   // An override applied after another that covers its field (the same one, `vms.0.count` for

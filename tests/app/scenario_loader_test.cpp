@@ -434,6 +434,35 @@ TEST(ScenarioLoader, ProgramComputePhasesAreAtLeastOneMicrosecond) {
   EXPECT_EQ(test::error_of(head + "[{compute: 0s}, {compute: 5us}]}}\n"), "no error");
 }
 
+// Instances of a group of count N are NAME-0 .. NAME-N-1: group `cpu` (count 2) and group
+// `cpu-1` both made a `cpu-1`, and one's metrics replaced the other's in every output (exit 0).
+TEST(ScenarioLoader, AnInstanceNameTwiceIsRefused) {
+  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nvms:\n"
+                           "  - {name: cpu, count: 2, vcpus: 2, workload: {kind: sysbench-cpu}}\n"
+                           "  - {name: cpu-1, vcpus: 2, workload: {kind: sysbench-memory}}\n"),
+            "t.yaml:4:12: vms[1].name: its instance 'cpu-1' has the name of an instance of group 'cpu' "
+            "(instances of a group of count N are NAME-0 .. NAME-N-1)");
+  // Across vms and baremetal too.
+  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nvms:\n  - {name: x-0, vcpus: 1, workload: {kind: sysbench-cpu}}\n"
+                           "baremetal:\n  - {name: x, count: 2, workload: {kind: sysbench-cpu}}\n"),
+            "t.yaml:5:12: baremetal[0].name: its instance 'x-0' has the name of an instance of group 'x-0' "
+            "(instances of a group of count N are NAME-0 .. NAME-N-1)");
+  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nvms:\n"
+                           "  - {name: cpu, count: 2, vcpus: 2, workload: {kind: sysbench-cpu}}\n"
+                           "  - {name: cpu-2, vcpus: 2, workload: {kind: sysbench-memory}}\n"),
+            "no error");
+}
+
+// Guest threads count toward the cap as vCPUs do: 4096 instances of 4096 threads passed the
+// vCPU cap and took 3.7 GB before the first event. 244 x 4096 + 576 is the cap itself.
+TEST(ScenarioLoader, WorkloadThreadsHaveTheEntityCap) {
+  const std::string head = "topology: one-core-ht\nvms:\n"
+                           "  - {name: a, count: 244, vcpus: 1, workload: {kind: sysbench-cpu, threads: 4096}}\n";
+  EXPECT_EQ(test::error_of(head + "  - {name: b, vcpus: 1, workload: {kind: sysbench-cpu, threads: 576}}\n"), "no error");
+  EXPECT_EQ(test::error_of(head + "  - {name: b, vcpus: 1, workload: {kind: sysbench-cpu, threads: 577}}\n"),
+            "t.yaml:4:5: vms[1]: brings the scenario to 1000001 workload threads, more than 1000000");
+}
+
 // The cap was checked after every group was built (seconds for a million), at 1:1 with no field.
 TEST(ScenarioLoader, TheEntityCapNamesTheGroupThatPassesIt) {
   std::string yaml = "topology: one-core-ht\nvms:\n";

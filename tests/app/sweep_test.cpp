@@ -377,14 +377,26 @@ TEST(Sweep, OverrideOfAKeyThatNoRunReadsIsRefused) {
   EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.seed: [1]\n"), "no error");
 }
 
+// A value given twice ran its point twice with the same seeds, and compare counted the samples
+// twice (a smaller stddev from nothing); in a zip group, the same combination twice.
+TEST(Sweep, AValueGivenTwiceIsRefused) {
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [1, 2, 1]\n"),
+            "s.yaml:7:23: sweep.vms.a.count[2]: this value is given twice (values[0] is the same): its point would "
+            "run twice with the same seeds and be counted twice");
+  EXPECT_NE(plan_error_of("sweep:\n  zip:\n    - {vms.a.count: [1, 2, 1], vms.a.vcpus: [1, 2, 1]}\n")
+                .find("this value is given twice"),
+            std::string::npos);
+  EXPECT_EQ(plan_error_of("sweep:\n  zip:\n    - {vms.a.count: [1, 2, 1], vms.a.vcpus: [1, 2, 2]}\n"), "no error");
+}
+
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
 // with no word said. Repetitions count (11 points of 10,000 repetitions are too many, 10 are
 // not), and a count past 2^64 does not wrap around (16 axes of 16 values are 2^64 points, which
 // a std::size_t product makes 0).
 TEST(Sweep, PlanOfMoreRunsThanTheLimitIsRefusedBeforeAnyRunIsMade) {
   static_assert(kMaxSweepRuns == 100'000, "the counts below");
-  const std::string kTenOnes = "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1]";
-  EXPECT_EQ(plan_error_of("repetitions: 10000\nsweep:\n  vms.a.count: " + kTenOnes + "\n"), "no error");
+  const std::string kTenOnes = "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1]";  // too many before it is a repeat
+  EXPECT_EQ(plan_error_of("repetitions: 10000\nsweep:\n  vms.a.count: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"), "no error");
   EXPECT_EQ(plan_error_of("repetitions: 10000\nsweep:\n  vms.a.count: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"),
             "s.yaml:8:3: sweep: 11 points x 1 column(s) x 10000 repetition(s) = 110000 runs; a sweep has at most "
             "100000 (split it into several files)");

@@ -199,6 +199,39 @@ TEST(Cli, BadArgumentsAreExitTwo) {
   EXPECT_EQ(run("").status, 2);
 }
 
+// Integer flags are decimal, as the file's fields are: CLI11 read `--seed 010` as octal 8 (the
+// file's `seed: 010` is 10) and took `--jobs 0x2` as hex.
+TEST(Cli, IntegerFlagsAreDecimal) {
+  const std::string f = write_temp("dec.yaml", kGood);
+  auto seed_of = [&](const std::string& flag) {
+    const Outcome o = run("run " + f + " --duration 1ms --quiet --json - " + flag);
+    EXPECT_EQ(o.status, 0) << o.output;
+    const std::string key = "\n  \"seed\": ";  // the document's own, not a run's
+    const auto at = o.output.find(key);
+    if (at == std::string::npos) return std::string();
+    const auto from = at + key.size();
+    return o.output.substr(from, o.output.find_first_of(",\n", from) - from);
+  };
+  EXPECT_EQ(seed_of("--seed 010"), "10");
+  EXPECT_EQ(seed_of("--seed 0010"), "10");
+  const Outcome hex = run("sweep " + f + " --out " + fresh_dir("dec") + " --jobs 0x2");
+  EXPECT_EQ(hex.status, 2) << hex.output;
+  EXPECT_NE(hex.output.find("--jobs: '0x2' is not an integer"), std::string::npos) << hex.output;
+}
+
+// With --json - or --csv - and several repetitions, standard output got the document (or the
+// rows so far) once per repetition: two JSON documents back to back, the CSV rows repeated.
+TEST(Cli, StandardOutputGetsOneJsonDocumentAndEachCsvRowOnce) {
+  const std::string f = write_temp("stdout-reps.yaml", kGood);
+  const Outcome j = run("run " + f + " --duration 1ms --repetitions 3 --quiet --json -");
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(j.output.find("\n{"), std::string::npos) << j.output;  // one document: no second opening brace
+  EXPECT_EQ(j.output.find('{'), 0u) << j.output;
+  const Outcome c = run("run " + f + " --duration 1ms --repetitions 3 --quiet --csv -");
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_EQ(std::count(c.output.begin(), c.output.end(), '\n'), 4) << c.output;  // header + 3 x one domain
+}
+
 // --duration took any length (1000000000s started a 31-year run) where the file's duration:, and
 // --set duration=, take [1 us, 100000 s]: the flag refuses what the field refuses, in its words.
 TEST(Cli, DurationFlagIsRangeCheckedLikeTheFile) {
@@ -933,6 +966,40 @@ TEST(CliShard, ShardsPartitionTheSweepExactly) {
   }
   EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("bad") + " --shard 4/3").status, 2);
   EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("bad") + " --shard 0/3").status, 2);
+}
+
+// Overlapping shards' outputs (1/2 and 1/3 share runs) were read whole by compare: the shared
+// runs counted twice, so Hmeans moved and stddevs shrank. They are kept once, as merge does.
+TEST(CliShard, CompareAndPlotCountARunHeldTwiceOnce) {
+  const std::string f = write_temp("overlap.yaml", kSweep), a = fresh_dir("ov-a"), b = fresh_dir("ov-b"),
+                    c = fresh_dir("ov-c");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --shard 1/2").status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + b + " --shard 2/2").status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + c + " --shard 1/3").status, 0);
+  const Outcome whole = run("compare " + a + " " + b + " --format csv");
+  const Outcome over = run("compare " + a + " " + b + " " + c + " --format csv");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  ASSERT_EQ(over.status, 0) << over.output;
+  EXPECT_NE(over.output.find("compare: 4 duplicate record(s) dropped"), std::string::npos) << over.output;
+  EXPECT_EQ(over.output.substr(over.output.find('\n') + 1), whole.output) << over.output;
+}
+
+// merge sized its list of missing tasks from a record's tasks_total: 10^9 in a hand-edited file
+// allocated gigabytes and ended in std::bad_alloc (exit 1).
+TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
+  const std::string f = write_temp("tt.yaml", kSweep), a = fresh_dir("tt-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string rec((std::istreambuf_iterator<char>(in)), {});
+  const auto at = rec.find("\"tasks_total\":");
+  ASSERT_NE(at, std::string::npos) << rec;
+  rec.replace(at, rec.find_first_of(",}", at) - at, "\"tasks_total\":1000000000");
+  const std::string edited = write_temp("tt-records.jsonl", rec);
+  const Outcome o = run("merge " + edited + " --out " + fresh_dir("tt-m"));
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("tasks_total: 1000000000 is not a task count of a sweep (an integer from 0 to 100000)"),
+            std::string::npos)
+      << o.output;
 }
 
 TEST(CliShard, MergeReportsMissingDuplicateAndForeignRecords) {
