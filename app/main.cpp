@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <sstream>
 #include <unistd.h>
 
@@ -522,6 +523,13 @@ int run_command_line(int argc, char** argv) {
   } catch (const hv::InvariantViolation& e) {
     std::cerr << "vcpusim: model error: " << e.what() << "\n";
     return 3;
+  } catch (const std::bad_alloc&) {
+    // Every input the loaders can size is capped (entities, threads, sweep runs, records), but
+    // memory also grows with the product of what is allowed: a 1000-VM scenario swept 100,000
+    // ways, or a trace of a long run. Finished results are already on disk.
+    std::cerr << "vcpusim: out of memory: the scenario, sweep or trace window is too large for this machine "
+                 "(fewer VMs, threads or sweep points, or a shorter trace window); results finished so far are kept\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "vcpusim: error: " << e.what() << "\n";
     return 1;

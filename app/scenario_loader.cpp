@@ -674,6 +674,18 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
                                s.policy != "cfs", s.host.core_sched.enabled);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
+      // Settings the host's policy has no use for ran as if not given (a cap under cfs gave the
+      // uncapped figures, exit 0).
+      if (list.at(i).has("cap")) {
+        if (s.policy != "credit2")
+          list.at(i).at("cap").fail("a cap is a credit2 setting (xl sched-credit2 -c); the " + s.policy +
+                                    " policy has none (CFS bandwidth control is not modelled)");
+        if (g.cap_pct > 100 * g.vcpus)  // Xen refuses it: sched_credit2.c, csched2_dom_cntl
+          list.at(i).at("cap").fail(std::to_string(g.cap_pct) + " is above 100 x its " + std::to_string(g.vcpus) +
+                                    " vCPUs, which Xen refuses");
+      }
+      if (list.at(i).has("weight") && s.policy == "rr")
+        list.at(i).at("weight").fail("the rr policy has no weights (use credit2 or cfs)");
       // Instances are named NAME-i, so group `cpu` (count 2) and group `cpu-1` both made a
       // `cpu-1`, and one's metrics silently replaced the other's in every output.
       for (const hv::DomainSpec& d : g.instances)

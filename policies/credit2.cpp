@@ -79,7 +79,8 @@
 //   balance_under      integer    0        credit2_balance_under=0
 //   balance_over       integer    -3       credit2_balance_over=-3
 // Weights are Vcpu::weight (the VM's weight, default 256, xl sched-credit2 -w); caps are
-// Domain::cap_pct (xl sched-credit2 -c; above 100 x vCPUs it is clamped, where Xen refuses it).
+// Domain::cap_pct (xl sched-credit2 -c; above 100 x vCPUs Xen refuses it, and so does the scenario
+// loader; a caller that builds a Host directly gets it clamped).
 //
 // Invariants
 // ----------
@@ -254,7 +255,8 @@ void Credit2::insert_vcpu(VcpuId v) {
     const hv::Domain& dom = hv_->domain(e.domain);
     d.nr_units = static_cast<std::uint32_t>(dom.vcpus.size());
     d.parked.reserve(d.nr_units);
-    // csched2_dom_cntl: a cap is valid up to 100 x nr_units. MODEL: clamped rather than refused.
+    // csched2_dom_cntl: a cap is valid up to 100 x nr_units (the loader refuses more, as Xen
+    // does); clamped here for a Host built without the loader.
     d.cap = std::min(dom.cap_pct, 100 * d.nr_units);
     if (d.cap > 0) {
       d.tot_budget = cfg_.cap_period * d.cap / 100;

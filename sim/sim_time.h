@@ -19,6 +19,7 @@ constexpr Duration us(std::int64_t v) { return v * 1'000; }
 constexpr Duration ms(std::int64_t v) { return v * 1'000'000; }
 constexpr Duration seconds(std::int64_t v) { return v * 1'000'000'000; }
 
-constexpr double to_seconds(Duration d) { return static_cast<double>(d) * 1e-9; }
+// Divided, not multiplied by 1e-9 (not exact in binary): 60 s printed as 60.00000000000001.
+constexpr double to_seconds(Duration d) { return static_cast<double>(d) / 1e9; }
 
 }  // namespace vcpusim::sim

@@ -463,6 +463,24 @@ TEST(ScenarioLoader, WorkloadThreadsHaveTheEntityCap) {
             "t.yaml:4:5: vms[1]: brings the scenario to 1000001 workload threads, more than 1000000");
 }
 
+// A cap under rr or cfs, or a weight under rr, ran as if not given (exit 0, uncapped figures);
+// a cap above 100 x vCPUs, which Xen refuses (csched2_dom_cntl: -EINVAL), was clamped.
+TEST(ScenarioLoader, CapsAndWeightsOnlyWhereThePolicyHasThem) {
+  const auto vm = [](const std::string& policy, const std::string& extra) {
+    return "topology: desktop-4c8t\nhost: {scheduler: {policy: " + policy + "}}\nvms:\n  - {name: a, vcpus: 2, " + extra +
+           ", workload: {kind: sysbench-cpu}}\n";
+  };
+  EXPECT_EQ(test::error_of(vm("cfs", "cap: 50")),
+            "t.yaml:4:30: vms[0].cap: a cap is a credit2 setting (xl sched-credit2 -c); the cfs policy has none (CFS "
+            "bandwidth control is not modelled)");
+  EXPECT_NE(test::error_of(vm("rr", "cap: 50")).find("the rr policy has none"), std::string::npos);
+  EXPECT_EQ(test::error_of(vm("rr", "weight: 512")),
+            "t.yaml:4:33: vms[0].weight: the rr policy has no weights (use credit2 or cfs)");
+  EXPECT_EQ(test::error_of(vm("credit2", "cap: 201")), "t.yaml:4:30: vms[0].cap: 201 is above 100 x its 2 vCPUs, which Xen refuses");
+  EXPECT_EQ(test::error_of(vm("credit2", "cap: 200")), "no error");
+  EXPECT_EQ(test::error_of(vm("cfs", "weight: 512")), "no error");
+}
+
 // The cap was checked after every group was built (seconds for a million), at 1:1 with no field.
 TEST(ScenarioLoader, TheEntityCapNamesTheGroupThatPassesIt) {
   std::string yaml = "topology: one-core-ht\nvms:\n";

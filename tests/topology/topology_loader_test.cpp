@@ -241,6 +241,36 @@ TEST(TopologyLoader, BandwidthBelowOneMegabyteASecondIsRefused) {
   EXPECT_TRUE(contains(e.what(), "at least 1 MB/s")) << e.what();
 }
 
+// 1e-300 ran with remote threads at 0.00 MiB/s: the ratio is at least 1% of local.
+TEST(TopologyLoader, RemoteBandwidthRatioBelowOnePercentIsRefused) {
+  const ConfigError e = one_node_error("remote_bandwidth_ratio: 1e-300");
+  EXPECT_EQ(e.field(), "topology.remote_bandwidth_ratio");
+  EXPECT_TRUE(contains(e.what(), "at least 0.01")) << e.what();
+  EXPECT_NO_THROW((void)load_topology(topology_of("topology:\n  sockets: 1\n  cores_per_socket: 4\n  threads_per_core: 2\n"
+                                                 "  nodes: 1\n  remote_bandwidth_ratio: 0.01\n")));
+}
+
+// A two-node, 8-thread machine whose sixth line is `line6`.
+ConfigError two_node_error(const std::string& line6) {
+  return load_error("topology:\n  sockets: 2\n  cores_per_socket: 2\n  threads_per_core: 2\n  nodes: 2\n  " + line6 +
+                    "\n");
+}
+
+// A SLIT entry is a byte: 20.5 ran with a NUMA factor between 20's and 21's. Latencies under a
+// nanosecond or over a millisecond (1e-300, 1e308) ran too.
+TEST(TopologyLoader, FractionalDistanceAndAbsurdLatencyAreRefused) {
+  const ConfigError d = two_node_error("distances: [[10, 20.5], [20, 10]]");  // [0][1] at column 20
+  EXPECT_EQ(d.line(), 6);
+  EXPECT_EQ(d.column(), 20);
+  EXPECT_EQ(d.field(), "topology.distances[0][1]");
+  EXPECT_TRUE(contains(d.what(), "whole number")) << d.what();
+  for (const char* bad : {"1e-300", "1e308", "0.5"}) {
+    const ConfigError l = two_node_error(std::string("latency_ns: [[80, 120], [120, ") + bad + "]]");
+    EXPECT_EQ(l.field(), "topology.latency_ns[1][1]") << bad << ": " << l.what();
+    EXPECT_TRUE(contains(l.what(), "out of range [1, 1000000]")) << l.what();
+  }
+}
+
 TEST(TopologyLoader, MatrixOfWrongSizePointsAtTheMatrix) {
   const ConfigError e = load_error(
       "topology:\n"
