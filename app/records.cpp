@@ -39,6 +39,16 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
       if (!complete) break;  // a torn last line: the run was killed while writing it
       throw ConfigError(path, lineno, 1, "", std::string("not a sweep record: ") + e.what());
     }
+    // What compare, plot and merge compute from: a string metric ended compare with a JSON
+    // type error (exit 1, no file or line), and a repetition of 0.5 or -1 was taken.
+    const nlohmann::json& r = out.back();
+    if (!r.at("repetition").is_number_unsigned())
+      throw ConfigError(path, lineno, 1, "repetition", r.at("repetition").dump() + " is not a repetition number");
+    if (!r.contains("metrics") || !r.at("metrics").is_object())
+      throw ConfigError(path, lineno, 1, "metrics", "a sweep record has an object of metrics");
+    for (const auto& [name, v] : r.at("metrics").items())
+      if (!v.is_number())
+        throw ConfigError(path, lineno, 1, "metrics." + name, v.dump() + " is not a number");
   }
   return out;
 }

@@ -984,6 +984,29 @@ TEST(CliShard, CompareAndPlotCountARunHeldTwiceOnce) {
   EXPECT_EQ(over.output.substr(over.output.find('\n') + 1), whole.output) << over.output;
 }
 
+// A hand-edited metric "12" or null ended compare with a JSON type error (exit 1, no file or
+// line); a repetition of -1 was taken.
+TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
+  const std::string f = write_temp("nm.yaml", kSweep), a = fresh_dir("nm-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  const std::string rec((std::istreambuf_iterator<char>(in)), {});
+  const auto edit = [&](const std::string& from, const std::string& to) {
+    std::string r = rec;
+    const auto at = r.find(from);
+    EXPECT_NE(at, std::string::npos) << from << " in " << r;
+    if (at != std::string::npos) r.replace(at, r.find_first_of(",}", at) - at, to);
+    return write_temp("nm-records.jsonl", r);
+  };
+  const Outcome str = run("compare " + edit("\"vm.web.throughput\":", "\"vm.web.throughput\":\"12\""));
+  EXPECT_EQ(str.status, 2) << str.output;
+  EXPECT_NE(str.output.find("nm-records.jsonl:1:1: metrics.vm.web.throughput: \"12\" is not a number"), std::string::npos)
+      << str.output;
+  const Outcome rep = run("compare " + edit("\"repetition\":", "\"repetition\":-1"));
+  EXPECT_EQ(rep.status, 2) << rep.output;
+  EXPECT_NE(rep.output.find("repetition: -1 is not a repetition number"), std::string::npos) << rep.output;
+}
+
 // merge sized its list of missing tasks from a record's tasks_total: 10^9 in a hand-edited file
 // allocated gigabytes and ended in std::bad_alloc (exit 1).
 TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
