@@ -493,15 +493,22 @@ int run_command_line(int argc, char** argv) {
         throw app::ConfigError("<command line>", 0, 0, "--window",
                                "'" + trace_window + "' starts at or after the end of the run (" +
                                    fmt::format("{:g}", sim::to_seconds(spec.duration)) + " s simulated)");
-      // The run only needs to last until the window closes.
-      spec.duration = std::min(spec.duration, *to);
+      // The run only needs to last until the window closes; a window past the run's end is
+      // cut there (the summary named the window as given: [0s..1000s] for a 0.1 s run).
+      const bool cut = *to > spec.duration;
+      const sim::Duration end = std::min(spec.duration, *to);
+      spec.duration = end;
       if (spec.warmup >= spec.duration) spec.warmup = spec.host.warmup = 0;
       app::PerfettoTrace tr(*from, *to);
       app::run_scenario(spec, trace_seed ? *trace_seed : app::repetition_seed(spec.seed, 0), &tr);
       std::ostringstream os;
       tr.write(os);
       app::write_atomically(trace_out, os.str());
-      std::cerr << "trace: " << tr.events() << " events in [" << trace_window << "] -> " << trace_out << "\n";
+      std::cerr << "trace: " << tr.events() << " events in ["
+                << (cut ? trace_window.substr(0, trace_window.find("..")) + ".." + fmt::format("{:g}s", sim::to_seconds(end)) +
+                              ", where the run ends"
+                        : trace_window)
+                << "] -> " << trace_out << "\n";
       return 0;
     }
     if (*bench) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "app/perfetto_trace.h"
 
+#include "app/config_error.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -61,12 +63,20 @@ void PerfettoTrace::attach(hv::Host& host, const std::vector<guest::GuestOs*>& g
   }
 }
 
+void PerfettoTrace::push(Ev&& ev) {
+  if (events_.size() >= kMaxEvents)
+    throw ConfigError("<command line>", 0, 0, "--window",
+                      "the window holds more than " + std::to_string(kMaxEvents) +
+                          " trace events, more than a trace viewer opens; narrow it");
+  events_.push_back(std::move(ev));
+}
+
 void PerfettoTrace::slice(int pid, int tid, sim::Time b, sim::Time e, std::string name, std::string cat, int color,
                           std::string args) {
   b = std::max(b, from_);
   e = std::min(e, to_);
   if (e <= b) return;
-  events_.push_back(Ev{pid, tid, b, e - b, std::move(name), std::move(cat), color, std::move(args)});
+  push(Ev{pid, tid, b, e - b, std::move(name), std::move(cat), color, std::move(args)});
 }
 
 void PerfettoTrace::run_begin(hv::PcpuId p, hv::VcpuId v, sim::Time t) {
@@ -86,13 +96,13 @@ void PerfettoTrace::run_end(hv::PcpuId p, hv::VcpuId v, sim::Time t) {
 
 void PerfettoTrace::instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t) {
   if (t < from_ || t > to_ || p == hv::kNoPcpu) return;
-  events_.push_back(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
+  push(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
                        fmt::format(R"j({{"entity":{},"who":{}}})j", v, quote(vcpu_label(v)))});
 }
 
 void PerfettoTrace::instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t, std::string_view detail) {
   if (t < from_ || t > to_ || p == hv::kNoPcpu) return;
-  events_.push_back(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
+  push(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
                        fmt::format(R"j({{"entity":{},"who":{},"state":{}}})j", v, quote(vcpu_label(v)),
                                    quote(std::string(detail)))});
 }

@@ -41,6 +41,7 @@ class PerfettoTrace final : public RunObserver, public hv::TraceSink, public gue
   /// The JSON document ({"traceEvents": [...], ...}).
   void write(std::ostream& os) const;
   std::size_t events() const { return events_.size(); }
+  static constexpr std::size_t kMaxEvents = 5'000'000;
 
  private:
   struct Ev {
@@ -51,6 +52,9 @@ class PerfettoTrace final : public RunObserver, public hv::TraceSink, public gue
     std::string args;   // a JSON object's text
   };
   void slice(int pid, int tid, sim::Time b, sim::Time e, std::string name, std::string cat, int color, std::string args);
+  /// Appends one event; past kMaxEvents, a ConfigError on --window (a 100000 s window grew to
+  /// 2.5 GB and ended in std::bad_alloc; no viewer opens a trace of millions of events anyway).
+  void push(Ev&& ev);
   int pcpu_pid(hv::PcpuId p) const;
   int vcpu_pid(hv::VcpuId v) const;
   std::string vcpu_label(hv::VcpuId v) const;

@@ -232,6 +232,14 @@ TEST(Cli, StandardOutputGetsOneJsonDocumentAndEachCsvRowOnce) {
   EXPECT_EQ(std::count(c.output.begin(), c.output.end(), '\n'), 4) << c.output;  // header + 3 x one domain
 }
 
+// A window past the run's end was named as given in the summary ([0s..1000s] for a 0.2 s run).
+TEST(Cli, TraceSummaryNamesTheWindowTheRunCovered) {
+  const std::string f = write_temp("trace-cut.yaml", kGood), out = f + ".trace.json";
+  const Outcome o = run("trace " + f + " --window 0s..1000s --out " + out);
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find(" events in [0s..0.2s, where the run ends] -> "), std::string::npos) << o.output;
+}
+
 // --duration took any length (1000000000s started a 31-year run) where the file's duration:, and
 // --set duration=, take [1 us, 100000 s]: the flag refuses what the field refuses, in its words.
 TEST(Cli, DurationFlagIsRangeCheckedLikeTheFile) {
