@@ -103,6 +103,7 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   else return std::nullopt;
   const double bytes = *v * scale;
   if (bytes > 9.2e18) return std::nullopt;  // llround's range; no machine has 8 EiB
+  if (bytes != std::floor(bytes)) return std::nullopt;  // 0.5B was taken (and rounded)
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
@@ -323,6 +324,10 @@ std::string shown_key(const std::string& key) {
 }
 
 YamlReader YamlReader::load_string(const std::string& text, const std::string& name) {
+  // yaml-cpp reads UTF-16 and UTF-32 too (by a byte-order mark or NUL bytes), which the README
+  // says a scenario is not; such a file ran, and a bad surrogate in it named its field U+FFFD.
+  if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0 || text.find('\0') != std::string::npos)
+    throw ConfigError(name, 0, 0, "", "is not UTF-8 text (a UTF-16 or UTF-32 byte-order mark or a NUL byte); save it as UTF-8");
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
@@ -439,7 +444,7 @@ sim::Duration YamlReader::as_duration() const {
 std::uint64_t YamlReader::as_bytes() const {
   if (!node_.IsScalar()) fail("expected a size such as 1GiB");
   auto v = parse_bytes(node_.Scalar());
-  if (!v) fail("expected a size such as 512MiB or 1GiB (below 8 EiB), got '" + node_.Scalar() + "'");
+  if (!v) fail("expected a whole number of bytes such as 512MiB or 1GiB (below 8 EiB), got '" + node_.Scalar() + "'");
   return *v;
 }
 

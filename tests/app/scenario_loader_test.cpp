@@ -434,6 +434,17 @@ TEST(ScenarioLoader, ProgramComputePhasesAreAtLeastOneMicrosecond) {
   EXPECT_EQ(test::error_of(head + "[{compute: 0s}, {compute: 5us}]}}\n"), "no error");
 }
 
+// yaml-cpp reads UTF-16 and UTF-32 (a byte-order mark, or NUL bytes) as well; the README says a
+// scenario is UTF-8, and such a file ran.
+TEST(ScenarioLoader, Utf16AndNulBytesAreRefused) {
+  std::string utf16 = "\xFF\xFE";
+  for (const char c : std::string("topology: one-core-ht\n")) utf16 += std::string{c, '\0'};
+  EXPECT_EQ(test::error_of(utf16), "t.yaml: is not UTF-8 text (a UTF-16 or UTF-32 byte-order mark or a NUL byte); save it as UTF-8");
+  const char nul[] = "topology: one-core-ht\0\n";
+  EXPECT_EQ(test::error_of(std::string(nul, sizeof nul - 1)),
+            "t.yaml: is not UTF-8 text (a UTF-16 or UTF-32 byte-order mark or a NUL byte); save it as UTF-8");
+}
+
 // Instances of a group of count N are NAME-0 .. NAME-N-1: group `cpu` (count 2) and group
 // `cpu-1` both made a `cpu-1`, and one's metrics replaced the other's in every output (exit 0).
 TEST(ScenarioLoader, AnInstanceNameTwiceIsRefused) {
@@ -502,7 +513,12 @@ TEST(ScenarioLoader, OutOfRangeValuesAreReportedAsWritten) {
 
 TEST(ScenarioLoader, SizesBeyondEightExbibytesAndEmptyNamesAreErrors) {
   EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, memory: {size: 1e30GiB}, workload: {kind: sysbench-cpu}}\n"),
-            "t.yaml:3:40: vms[0].memory.size: expected a size such as 512MiB or 1GiB (below 8 EiB), got '1e30GiB'");
+            "t.yaml:3:40: vms[0].memory.size: expected a whole number of bytes such as 512MiB or 1GiB (below 8 EiB), got '1e30GiB'");
+  // Half a byte was taken (and rounded).
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, memory: {size: 0.5B}, workload: {kind: sysbench-cpu}}\n"),
+            "t.yaml:3:40: vms[0].memory.size: expected a whole number of bytes such as 512MiB or 1GiB (below 8 EiB), got '0.5B'");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, memory: {size: 1.5KiB}, workload: {kind: sysbench-cpu}}\n"),
+            "no error");
   EXPECT_EQ(test::error_of("name: \"\"\n" + kOneVm),
             "t.yaml:1:7: name: a scenario's name is not blank (it names the records and reports)");
 }
