@@ -302,10 +302,15 @@ int run_command_line(int argc, char** argv) {
   std::vector<std::string> repro_sets, repro_rows;
   repro->add_option("NAME", repro_name, "configs/reproduce/NAME.yaml (or a path)")->check(kNonEmpty);
   repro->add_flag("--list", repro_list, "list the reproductions");
-  repro->add_option("--from", repro_from, "read finished records from DIR instead of running")->check(kNonEmpty);
-  repro->add_option("--out", repro_out, "where to run the sweep (default: vcpusim-reproduce/NAME); resumes")->check(kNonEmpty);
-  repro->add_option("--jobs", repro_jobs, "parallel runs (default 0: every core)")
-      ->transform(field_range(0, std::numeric_limits<std::uint32_t>::max()));
+  auto* from_opt =
+      repro->add_option("--from", repro_from, "read finished records from DIR instead of running")->check(kNonEmpty);
+  auto* out_opt =
+      repro->add_option("--out", repro_out, "where to run the sweep (default: vcpusim-reproduce/NAME); resumes")->check(kNonEmpty);
+  auto* jobs_opt = repro->add_option("--jobs", repro_jobs, "parallel runs (default 0: every core)")
+                       ->transform(field_range(0, std::numeric_limits<std::uint32_t>::max()));
+  // --from runs nothing: an --out or --jobs beside it was ignored without a word.
+  from_opt->excludes(out_opt);
+  from_opt->excludes(jobs_opt);
   repro->add_option("--json", repro_json, "write one object per published cell plus the summary to FILE ('-': stdout)")->check(kNonEmpty);
   repro->add_option("--set", repro_sets, "override a field of the reproduction's scenario: PATH=VALUE, e.g. duration=5s");
   std::vector<std::vector<std::string>> repro_row_sets;

@@ -806,6 +806,16 @@ TEST(CliSweep, CompareIsTheSameWhateverOrderTheRecordsWereWrittenIn) {
   }
 }
 
+// --from runs nothing, so an --out or --jobs beside it was ignored without a word.
+TEST(CliReproduce, FromRefusesTheOptionsOfARun) {
+  const Outcome out = run("reproduce credit2-affinity --from " + fresh_dir("rf") + " --out " + fresh_dir("rf2"));
+  EXPECT_EQ(out.status, 2) << out.output;
+  EXPECT_NE(out.output.find("--from excludes --out"), std::string::npos) << out.output;
+  const Outcome jobs = run("reproduce credit2-affinity --from " + fresh_dir("rf") + " --jobs 2");
+  EXPECT_EQ(jobs.status, 2) << jobs.output;
+  EXPECT_NE(jobs.output.find("--from excludes --jobs"), std::string::npos) << jobs.output;
+}
+
 TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
   const Outcome l = run("reproduce --list");
   ASSERT_EQ(l.status, 0);
