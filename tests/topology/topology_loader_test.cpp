@@ -215,11 +215,14 @@ TEST(TopologyLoader, RemoteLatencyBelowLocalReportsTheElement) {
   EXPECT_TRUE(contains(e.what(), "remote memory is never faster")) << e.what();
 }
 
-// A one-node, 8-thread machine whose sixth line is `line6`.
-ConfigError one_node_error(const std::string& line6) {
-  return load_error("topology:\n  sockets: 1\n  cores_per_socket: 4\n  threads_per_core: 2\n  nodes: 1\n  " + line6 +
-                    "\n");
+// An 8-thread machine of `nodes` nodes (a socket each) whose sixth line is `line6`.
+ConfigError machine_error(int nodes, const std::string& line6) {
+  const std::string n = std::to_string(nodes), cores = std::to_string(4 / nodes);
+  return load_error("topology:\n  sockets: " + n + "\n  cores_per_socket: " + cores +
+                    "\n  threads_per_core: 2\n  nodes: " + n + "\n  " + line6 + "\n");
 }
+ConfigError one_node_error(const std::string& line6) { return machine_error(1, line6); }
+ConfigError two_node_error(const std::string& line6) { return machine_error(2, line6); }
 
 TEST(TopologyLoader, ZeroRemoteBandwidthRatioIsRejected) {
   const ConfigError e = one_node_error("remote_bandwidth_ratio: 0");
@@ -248,12 +251,6 @@ TEST(TopologyLoader, RemoteBandwidthRatioBelowOnePercentIsRefused) {
   EXPECT_TRUE(contains(e.what(), "at least 0.01")) << e.what();
   EXPECT_NO_THROW((void)load_topology(topology_of("topology:\n  sockets: 1\n  cores_per_socket: 4\n  threads_per_core: 2\n"
                                                  "  nodes: 1\n  remote_bandwidth_ratio: 0.01\n")));
-}
-
-// A two-node, 8-thread machine whose sixth line is `line6`.
-ConfigError two_node_error(const std::string& line6) {
-  return load_error("topology:\n  sockets: 2\n  cores_per_socket: 2\n  threads_per_core: 2\n  nodes: 2\n  " + line6 +
-                    "\n");
 }
 
 // A SLIT entry is a byte: 20.5 ran with a NUMA factor between 20's and 21's. Latencies under a
