@@ -43,10 +43,15 @@ using namespace vcpusim;
 
 namespace {
 
-// Replaces `path` whole, so an interrupted run leaves the previous complete file, never half of one.
-// One parameter's line: its help, and for a choice the accepted names and the default.
+// One parameter's line: its help, the variant it belongs to, and for a choice the accepted names
+// and the default.
 std::string describe_param(const sim::ParamSpec& q) {
   std::string s = "      " + q.name + ": " + q.help;
+  if (!q.only_with.empty()) {
+    std::string values;
+    for (const auto& v : q.only_with_values) values += (values.empty() ? "" : " | ") + v;
+    s += " (only with " + q.only_with + ": " + values + ")";
+  }
   if (q.kind == sim::ParamSpec::Kind::kChoice && !q.choices.empty()) {
     std::string names;
     for (const auto& c : q.choices) names += (names.empty() ? "" : " | ") + c;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "app/affinity.h"
 #include "app/scenario.h"
@@ -74,6 +75,21 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
       v.fail(os.str());
     }
     out.set(p.name, x);
+  }
+  // A key for another variant of the plug-in ran as if absent (cs_frac under sysbench 1.0, an
+  // arena-trim cost under ebizzy's mmap-lock kernel); it is refused instead, naming the key.
+  for (const auto& p : specs) {
+    if (p.only_with.empty() || !r.has(p.name)) continue;
+    const auto sel = std::find_if(specs.begin(), specs.end(), [&](const auto& q) { return q.name == p.only_with; });
+    if (sel == specs.end() || sel->kind != sim::ParamSpec::Kind::kChoice)
+      throw std::logic_error("parameter " + p.name + " acts only with '" + p.only_with + "', which is no choice key");
+    const auto idx = static_cast<std::size_t>(out.get(sel->name, sel->def));
+    const std::string& value = sel->choices.at(idx);
+    if (std::find(p.only_with_values.begin(), p.only_with_values.end(), value) != p.only_with_values.end()) continue;
+    std::string acts;
+    for (const auto& v : p.only_with_values) acts += (acts.empty() ? "" : " or ") + v;
+    r.at(p.name).fail("has no effect with " + sel->name + ": " + value + (r.has(sel->name) ? "" : " (the default)") +
+                      "; it acts only with " + sel->name + ": " + acts);
   }
   return out;
 }
@@ -498,6 +514,13 @@ void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
     const std::string v = c.get_enum("balance", "", {"blind", "refuse", "hot"});
     cs.balance = v == "blind" ? P::Balance::kBlind : v == "refuse" ? P::Balance::kRefuse : P::Balance::kHot;
   }
+  // Each of the two lengths belongs to one mechanism; under the others it ran as if not given.
+  if (c.has("fi_slice") && cs.tick == P::Tick::kNone)
+    c.at("fi_slice").fail("has no effect with tick: none (the variant's or the file's); it is the slice the tick "
+                          "fixes (full_slice, half_slice) count before a forced-idle re-pick");
+  if (c.has("fi_allowance") && cs.compare != P::Compare::kFiBudget)
+    c.at("fi_allowance").fail("has no effect with compare: " + std::string(hv::to_string(cs.compare)) +
+                              "; it is Tim Chen's idle allowance and acts only with compare: fi_budget");
 }
 
 // The process of each thread of a bare-metal group whose workload runs several processes
@@ -613,6 +636,14 @@ ScenarioSpec load_scenario(const YamlReader& root) {
                   "smt_interference", "ple", "halt_poll", "cpuidle"});
     s.host.smt = h.get_bool("smt", true);
     const std::string gran = h.get_enum("core_scheduling", "none", {"none", "cookie", "core"});
+    // Linux refuses a cookie where no core has two threads: sched_core_share_pid() returns
+    // -ENODEV without sched_smt_present (kernel/sched/core_sched.c), so nothing would be tagged.
+    if (gran == "cookie" && !s.host.smt)
+      h.at("core_scheduling").fail("'cookie' needs host.smt: on (without SMT Linux refuses core scheduling "
+                                   "cookies: PR_SCHED_CORE returns -ENODEV)");
+    if (gran == "cookie" && topology.threads_per_core() < 2)
+      h.at("core_scheduling").fail("'cookie' needs a topology with SMT (this one has one thread per core; Linux "
+                                   "refuses core scheduling cookies there: PR_SCHED_CORE returns -ENODEV)");
     if (gran == "cookie") read_core_sched(h, s.host.core_sched);
     else if (h.has("core_sched")) h.at("core_sched").fail("host.core_sched needs host.core_scheduling: cookie");
     if (gran == "core") read_sched_gran(h, topology, s.host);

@@ -77,8 +77,8 @@ std::vector<ParamSpec> SysbenchMemory::param_specs() {
       {"version", ParamSpec::Kind::kChoice, 0, 0, 2, {"1.0", "0.4", "0.5"},
        "sysbench version: 1.0 (no lock per event) or 0.4 / 0.5 (the same memory test: two global pthread "
        "mutexes per event; see sysbench.h)"},
-      {"cs_frac", ParamSpec::Kind::kDouble, 0.4, 0.0, 0.95, {},
-       "0.4 only: share of an event's CPU time under the two mutexes (note: 30-50% at 1 KiB -> 0.4)"},
+      ParamSpec{"cs_frac", ParamSpec::Kind::kDouble, 0.4, 0.0, 0.95, {},
+       "share of an event's CPU time under the two mutexes (note: 30-50% at 1 KiB -> 0.4)"}.acting_only_with("version", {"0.4", "0.5"}),
       {"event_cv", ParamSpec::Kind::kDouble, 0.0, 0.0, 1.0, {},
        "coefficient of variation of the event time (0: every event alike; see sysbench.h on phase locking)"},
   };

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vcpusim::sim {
@@ -19,6 +20,21 @@ struct ParamSpec {
   double lo = 0, hi = 0;             ///< accepted range (inclusive)
   std::vector<std::string> choices;  ///< for kChoice
   std::string help;                  ///< one line, with the upstream equivalent
+  /// Set where the key acts only under some values of another choice key of the same plug-in
+  /// (a PV lock's kick latency only with lock: pvticket): given under any other value the loader
+  /// refuses it rather than run as if it were not there. Empty: the key always acts.
+  std::string only_with;
+  std::vector<std::string> only_with_values;
+
+  ParamSpec() = default;
+  ParamSpec(std::string n, Kind k, double d, double low, double high, std::vector<std::string> c, std::string h)
+      : name(std::move(n)), kind(k), def(d), lo(low), hi(high), choices(std::move(c)), help(std::move(h)) {}
+  /// This spec, acting only while choice key `key` takes one of `values`.
+  ParamSpec acting_only_with(std::string key, std::vector<std::string> values) && {
+    only_with = std::move(key);
+    only_with_values = std::move(values);
+    return std::move(*this);
+  }
 };
 
 /// Values by name, durations in ns, choices as their index. Absent keys take the default.

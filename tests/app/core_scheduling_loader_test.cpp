@@ -107,6 +107,44 @@ TEST(CoreSchedulingLoader, CookieBadValuesNameTheirLineAndField) {
   EXPECT_NE(group.find("vms[0].cookie: unknown key"), std::string::npos) << group;
 }
 
+// Each of these was accepted and then ran as if not given: a cookie on a host where no core has
+// two threads (Linux's PR_SCHED_CORE answers -ENODEV there), and a core_sched length under a
+// variant without the mechanism it sizes.
+TEST(CoreSchedulingLoader, SettingsWithNothingToActOnAreRefused) {
+  struct Case {
+    std::string text, where, what;
+  };
+  const std::vector<Case> cases{
+      {scenario("  smt: off\n  core_scheduling: cookie\n"), "t.yaml:5:20: host.core_scheduling:", "needs host.smt: on"},
+      {scenario("  core_scheduling: cookie\n", "{sockets: 1, cores_per_socket: 4, threads_per_core: 1, nodes: 1}"),
+       "t.yaml:4:20: host.core_scheduling:", "one thread per core"},
+      // csc (v3 as benchmarked) has no tick fix, so nothing counts a slice.
+      {scenario("  core_scheduling: cookie\n  core_sched: {variant: csc, fi_slice: 12ms}\n"),
+       "t.yaml:5:40: host.core_sched.fi_slice:", "has no effect with tick: none"},
+      {scenario("  core_scheduling: cookie\n  core_sched: {variant: aaron-3rd, tick: none, fi_slice: 12ms}\n"),
+       "t.yaml:5:58: host.core_sched.fi_slice:", "has no effect with tick: none"},
+      // Only Tim's second patch (csc-tim: fi_budget) has an idle allowance.
+      {scenario("  core_scheduling: cookie\n  core_sched: {variant: tim, fi_allowance: 3ms}\n"),
+       "t.yaml:5:44: host.core_sched.fi_allowance:", "has no effect with compare: fi_time"},
+      {scenario("  core_scheduling: cookie\n  core_sched: {fi_allowance: 3ms}\n"),
+       "t.yaml:5:30: host.core_sched.fi_allowance:", "has no effect with compare: fi_snapshot"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(c.text);
+    EXPECT_NE(e.find(c.where), std::string::npos) << c.text << "\n-> " << e;
+    EXPECT_NE(e.find(c.what), std::string::npos) << c.text << "\n-> " << e;
+  }
+  // Where the mechanism is there, the lengths are taken.
+  EXPECT_EQ(load(scenario("  core_scheduling: cookie\n  core_sched: {variant: aaron-3rd, fi_slice: 12ms}\n"))
+                .host.core_sched.fi_slice,
+            sim::ms(12));
+  EXPECT_EQ(load(scenario("  core_scheduling: cookie\n  core_sched: {variant: csc-tim, fi_allowance: 3ms}\n"))
+                .host.core_sched.fi_allowance,
+            sim::ms(3));
+  // smt: off alone (a nosmt column beside cookie columns) stays valid: only the pair is refused.
+  EXPECT_NO_THROW(load(scenario("  smt: off\n")));
+}
+
 TEST(CoreSchedulingLoader, CoreTakesTheRendezvous) {
   ScenarioSpec s = load(scenario("  core_scheduling: core\n"));
   EXPECT_TRUE(s.host.sched_gran.core);

@@ -492,6 +492,34 @@ TEST(ScenarioLoader, CapsAndWeightsOnlyWhereThePolicyHasThem) {
   EXPECT_EQ(test::error_of(vm("cfs", "weight: 512")), "no error");
 }
 
+// A workload key for another variant of the workload ran as if absent: sysbench 1.0 has no
+// mutexes for cs_frac, ebizzy's mmap-lock kernel no arena to trim, a native ticket lock no PV
+// slow path to kick or halt in.
+TEST(ScenarioLoader, WorkloadKeysOfAnotherVariantAreRefused) {
+  const auto vm = [](const std::string& workload) {
+    return "topology: desktop-4c8t\nvms:\n  - {name: a, vcpus: 2, workload: {" + workload + "}}\n";
+  };
+  EXPECT_EQ(test::error_of(vm("kind: sysbench-memory, cs_frac: 0.1")),
+            "t.yaml:3:68: vms[0].workload.cs_frac: has no effect with version: 1.0 (the default); it acts only with "
+            "version: 0.4 or 0.5");
+  EXPECT_EQ(test::error_of(vm("kind: sysbench-memory, version: 0.4, cs_frac: 0.1")), "no error");
+  EXPECT_EQ(test::error_of(vm("kind: ebizzy, kernel: mmap-lock, chunk_pages: 64")),
+            "t.yaml:3:82: vms[0].workload.chunk_pages: has no effect with kernel: mmap-lock; it acts only with "
+            "kernel: arena-trim");
+  EXPECT_NE(test::error_of(vm("kind: ebizzy, kernel: arena-trim, sections: 8")).find("acts only with kernel: mmap-lock"),
+            std::string::npos);
+  EXPECT_EQ(test::error_of(vm("kind: ebizzy, kernel: arena-trim, chunk_pages: 64")), "no error");
+  EXPECT_EQ(test::error_of(vm("kind: dbench, lock: ticket, pv_flavour: xen")),
+            "t.yaml:3:76: vms[0].workload.pv_flavour: has no effect with lock: ticket; it acts only with lock: pvticket");
+  for (const char* pv : {"spin_threshold: 100", "kick_latency: 2us"})
+    EXPECT_NE(test::error_of(vm(std::string("kind: dbench, ") + pv)).find("lock: ticket (the default)"), std::string::npos) << pv;
+  EXPECT_EQ(test::error_of(vm("kind: dbench, lock: pvticket, pv_flavour: xen, spin_threshold: 100, kick_latency: 2us")),
+            "no error");
+  // hammerdb's latches default to adaptive, so its spin bound acts without `lock:`.
+  EXPECT_EQ(test::error_of(vm("kind: hammerdb, spin_wait: 100")), "no error");
+  EXPECT_NE(test::error_of(vm("kind: dbench, spin_wait: 100")).find("acts only with lock: adaptive"), std::string::npos);
+}
+
 // The cap was checked after every group was built (seconds for a million), at 1:1 with no field.
 TEST(ScenarioLoader, TheEntityCapNamesTheGroupThatPassesIt) {
   std::string yaml = "topology: one-core-ht\nvms:\n";
