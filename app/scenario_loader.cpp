@@ -210,7 +210,8 @@ std::vector<topo::NodeId> auto_place(const topo::Topology& t, std::uint32_t vcpu
   return order;
 }
 
-// Memory placement for one instance; returns the share of memory on each node. `auto_nodes`
+// Memory placement for one instance; returns the share of memory on each node. `hard` and
+// `soft` are the unions over the instance's vCPUs (Xen ORs every vCPU's masks). `auto_nodes`
 // holds libxl's choice when automatic placement applies (else it is empty).
 std::vector<double> place_memory(const YamlReader& at, const std::string& how, const topo::Topology& t,
                                  const topo::CpuSet& hard, const topo::CpuSet& soft,
@@ -233,11 +234,13 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
     // NUMA balancing (task_numa_fault, page migration) is not modelled.
     spread_over(nodes_of(hard, t));
   } else if (how == "auto" || how == "follow-affinity") {
-    // Xen: a domain's node-affinity follows its hard affinity, else its soft affinity
-    // (xen-credit2.md section 7); memory goes to those nodes.
-    auto hn = nodes_of(hard, t), sn = nodes_of(soft, t);
-    if (hn.size() < nodes) spread_over(hn);
-    else if (sn.size() < nodes) spread_over(sn);
+    // Xen's domain_update_node_affinity() (xen/common/sched/core.c; xen-credit2.md section 7):
+    // the nodes of the vCPUs' hard affinity narrowed to their soft affinity where the two meet,
+    // else of the hard affinity alone (a soft affinity disjoint from hard is ignored, as it is
+    // by the scheduler); memory goes to those nodes.
+    const topo::CpuSet narrow = hard & soft;
+    const auto dn = nodes_of(narrow.empty() ? hard : narrow, t);
+    if (dn.size() < nodes) spread_over(dn);
     else if (how == "follow-affinity" || auto_nodes.empty()) spread_over(all);
     else spread_over(auto_nodes);  // striped over the chosen nodes, as get_free_buddy rotates
   } else if (how.rfind("node:", 0) == 0) {
@@ -343,7 +346,12 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
       for (auto n : auto_nodes) soft_nodes |= t.threads_of_node(n);
       for (auto& s : d.soft) s = soft_nodes;
     }
-    d.memory_on_node = place_memory(placement_at, placement, t, d.hard.front(), d.soft.front(), auto_nodes, xen_host);
+    topo::CpuSet hard_any, soft_any;
+    for (std::uint32_t v = 0; v < g.vcpus; ++v) {
+      hard_any |= d.hard[v];
+      soft_any |= d.soft[v];
+    }
+    d.memory_on_node = place_memory(placement_at, placement, t, hard_any, soft_any, auto_nodes, xen_host);
     // What libxl counts for the next domain: vCPUs whose hard and node affinity cover a node.
     for (topo::NodeId n = 0; n < t.num_nodes(); ++n)
       if (d.memory_on_node[n] > 0 && d.hard.front().intersects(t.threads_of_node(n))) placed[n] += g.vcpus;

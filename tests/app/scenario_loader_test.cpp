@@ -76,6 +76,24 @@ TEST(ScenarioLoader, MemoryPlacements) {
   EXPECT_DOUBLE_EQ(s.groups[2].instances[0].memory_on_node[1], 1.0);  // follows soft when hard is all
 }
 
+// Xen's domain_update_node_affinity() ORs every vCPU's hard and soft masks and takes their
+// intersection where it is not empty, else the hard mask: memory went by vCPU 0's masks alone,
+// and by hard affinity even where soft narrowed it.
+TEST(ScenarioLoader, MemoryFollowsXensNodeAffinityOfEveryVcpu) {
+  // Four nodes of two threads each (0-1 node 0, 2-3 node 1, ...).
+  const ScenarioSpec s = load(
+      "topology: {sockets: 4, cores_per_socket: 2, threads_per_core: 1, nodes: 4}\nvms:\n"
+      "  - {name: split, vcpus: 2, affinity: {per_vcpu: [{hard: 'node:0'}, {hard: 'node:2'}]}, workload: {kind: sysbench-cpu}}\n"
+      "  - {name: narrowed, vcpus: 1, affinity: {hard: 'cpus:[0-3]', soft: 'node:1'}, workload: {kind: sysbench-cpu}}\n"
+      "  - {name: disjoint, vcpus: 1, affinity: {hard: 'cpus:[0-3]', soft: 'node:3'}, workload: {kind: sysbench-cpu}}\n"
+      "  - {name: both, vcpus: 2, affinity: {per_vcpu: [{soft: 'node:1'}, {soft: 'node:3'}]}, workload: {kind: sysbench-cpu}}\n");
+  const auto mem = [&](std::size_t g) { return s.groups[g].instances[0].memory_on_node; };
+  EXPECT_EQ(mem(0), (std::vector<double>{0.5, 0, 0.5, 0}));
+  EXPECT_EQ(mem(1), (std::vector<double>{0, 1, 0, 0}));
+  EXPECT_EQ(mem(2), (std::vector<double>{0.5, 0.5, 0, 0}));
+  EXPECT_EQ(mem(3), (std::vector<double>{0, 0.5, 0, 0.5}));
+}
+
 TEST(ScenarioLoader, PolicyParametersAreRead) {
   const ScenarioSpec s = load(
       "topology: one-core-ht\nhost: {scheduler: {policy: rr, slice: 5ms}}\n"
