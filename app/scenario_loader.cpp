@@ -352,9 +352,11 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
       soft_any |= d.soft[v];
     }
     d.memory_on_node = place_memory(placement_at, placement, t, hard_any, soft_any, auto_nodes, xen_host);
-    // What libxl counts for the next domain: vCPUs whose hard and node affinity cover a node.
+    // What libxl counts for the next domain (nr_vcpus_on_nodes): each vCPU once on every node
+    // of the domain's node affinity that its own hard affinity reaches.
     for (topo::NodeId n = 0; n < t.num_nodes(); ++n)
-      if (d.memory_on_node[n] > 0 && d.hard.front().intersects(t.threads_of_node(n))) placed[n] += g.vcpus;
+      for (std::uint32_t v = 0; v < g.vcpus; ++v)
+        if (d.memory_on_node[n] > 0 && d.hard[v].intersects(t.threads_of_node(n))) ++placed[n];
     g.instances.push_back(std::move(d));
   }
   return g;

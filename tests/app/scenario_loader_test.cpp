@@ -94,6 +94,19 @@ TEST(ScenarioLoader, MemoryFollowsXensNodeAffinityOfEveryVcpu) {
   EXPECT_EQ(mem(3), (std::vector<double>{0, 0.5, 0, 0.5}));
 }
 
+// libxl's nr_vcpus_on_nodes() counts each vCPU of an earlier domain on the nodes its own hard
+// affinity reaches: three of a's four vCPUs are on node 1, so b goes to node 0. (Counting all
+// four by vCPU 0's mask put them on node 0 and b on node 1.)
+TEST(ScenarioLoader, AutomaticPlacementCountsEachVcpuWhereItMayRun) {
+  const ScenarioSpec s = load(
+      "topology: xeon-x5570-2s\nvms:\n"
+      "  - {name: a, vcpus: 4, affinity: {per_vcpu: [{hard: 'node:0'}, {hard: 'node:1'}, {hard: 'node:1'}, "
+      "{hard: 'node:1'}]}, workload: {kind: sysbench-cpu}}\n"
+      "  - {name: b, vcpus: 2, workload: {kind: sysbench-cpu}}\n");
+  EXPECT_EQ(s.groups[0].instances[0].memory_on_node, (std::vector<double>{0.5, 0.5}));
+  EXPECT_EQ(s.groups[1].instances[0].memory_on_node, (std::vector<double>{1, 0}));
+}
+
 TEST(ScenarioLoader, PolicyParametersAreRead) {
   const ScenarioSpec s = load(
       "topology: one-core-ht\nhost: {scheduler: {policy: rr, slice: 5ms}}\n"
