@@ -69,7 +69,6 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
   Grouped g;
   g.scenario = records.front().value("scenario", "");
   // Columns in sweep order (column_index), fields as swept.
-  std::map<int, std::string> col_by_index;
   std::set<std::string> metrics;
   std::vector<std::string> fields;
   // In canonical order, so that fields, sums and means do not depend on the order the runs
@@ -77,8 +76,6 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
   const std::vector<const nlohmann::json*> in_order = canonical_order(records);
   for (const nlohmann::json* rp : in_order) {
     const auto& r = *rp;
-    const auto& c = r.at("column");
-    col_by_index[r.value("column_index", 0)] = c.is_null() ? "" : c.get<std::string>();
     for (const auto& [k, v] : r.at("metrics").items()) metrics.insert(k);
     for (const auto& [k, v] : r.at("point").items())
       if (std::find(fields.begin(), fields.end(), k) == fields.end()) fields.push_back(k);
@@ -94,7 +91,7 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
   } else if (!metrics.count(g.metric)) {
     throw ConfigError("<command line>", 0, 0, "--metric", "no metric '" + g.metric + "' in the records (have: " + join(std::vector<std::string>(metrics.begin(), metrics.end())) + ")");
   }
-  for (const auto& [i, c] : col_by_index) g.columns.push_back(c);
+  g.columns = columns_in_order(records);
   if (!o.baseline.empty()) {
     auto it = std::find(g.columns.begin(), g.columns.end(), o.baseline);
     if (it == g.columns.end()) throw ConfigError("<command line>", 0, 0, "--baseline", "no column '" + o.baseline + "' (have: " + join(g.columns) + ")");

@@ -19,6 +19,7 @@
 
 #include "app/config_error.h"
 #include "app/output_paths.h"
+#include "app/records.h"
 #include "app/statistics.h"
 
 namespace vcpusim::app {
@@ -109,16 +110,12 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
   const std::string scenario = records.front().value("scenario", "");
   std::vector<std::string> fields;
   std::set<std::string> metrics;
-  std::map<int, std::string> col_by_index;
   for (const auto& r : records) {
     for (const auto& [k, v] : r.at("point").items())
       if (std::find(fields.begin(), fields.end(), k) == fields.end()) fields.push_back(k);
     for (const auto& [k, v] : r.at("metrics").items()) metrics.insert(k);
-    const auto& c = r.at("column");
-    col_by_index[r.value("column_index", 0)] = c.is_null() ? "" : c.get<std::string>();
   }
-  std::vector<std::string> columns;
-  for (const auto& [i, c] : col_by_index) columns.push_back(c);
+  const std::vector<std::string> columns = columns_in_order(records);
   const bool has_columns = !(columns.size() == 1 && columns.front().empty());
 
   if (fields.empty()) throw ConfigError("<command line>", 0, 0, "--x", "the records have no swept field to put on the x axis");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "app/config_error.h"
@@ -49,6 +50,11 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     for (const auto& [name, v] : r.at("metrics").items())
       if (!v.is_number())
         throw ConfigError(path, lineno, 1, "metrics." + name, v.dump() + " is not a number");
+    // The indices order the columns and rows of compare and plot; a string or -1 there ended
+    // them with a JSON type error, or put a column in another's place.
+    for (const char* k : {"column_index", "point_index"})
+      if (r.contains(k) && !r.at(k).is_number_unsigned())
+        throw ConfigError(path, lineno, 1, k, r.at(k).dump() + " is not an index");
   }
   return out;
 }
@@ -109,6 +115,27 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   if (all.empty())
     throw ConfigError(paths, 0, 0, "", "no records to " + command + " (an empty file, or one holding only a torn last line)");
   return all;
+}
+
+std::vector<std::string> columns_in_order(const std::vector<nlohmann::json>& records) {
+  std::map<std::uint64_t, std::string> by_index;
+  for (const nlohmann::json* r : canonical_order(records)) {
+    const auto& c = r->at("column");
+    const std::string label = c.is_null() ? "" : c.get<std::string>();
+    const auto [at, fresh] = by_index.emplace(r->value("column_index", std::uint64_t{0}), label);
+    if (!fresh && at->second != label)
+      throw ConfigError("<records>", 0, 0, "column_index",
+                        "column_index " + std::to_string(at->first) + " is both column '" + at->second + "' and '" + label +
+                            "'; one sweep gives each column its own index");
+  }
+  std::vector<std::string> out;
+  for (const auto& [i, label] : by_index) {
+    if (std::find(out.begin(), out.end(), label) != out.end())
+      throw ConfigError("<records>", 0, 0, "column_index",
+                        "column '" + label + "' has two column_index values; one sweep gives each column one index");
+    out.push_back(label);
+  }
+  return out;
 }
 
 std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::json>& records) {

@@ -57,6 +57,11 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
 /// bit for any --jobs, shard split or resume.
 std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::json>& records);
 
+/// The column labels in sweep order (column_index; "" for a sweep without columns). ConfigError
+/// when one index carries two labels or one label two indices: records of edited or mixed sweeps,
+/// which would drop a column's runs from a table or draw them twice.
+std::vector<std::string> columns_in_order(const std::vector<nlohmann::json>& records);
+
 /// Appends records to a file, one line each, flushed before append() returns; thread-safe.
 class RecordWriter {
  public:

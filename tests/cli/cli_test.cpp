@@ -1025,6 +1025,44 @@ TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
   EXPECT_NE(rep.output.find("repetition: -1 is not a repetition number"), std::string::npos) << rep.output;
 }
 
+// compare and plot placed columns by column_index: a record of noHT carrying HT's index hid one
+// of the two columns from the table, and a string index ended compare with a JSON type error.
+TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
+  const std::string f = write_temp("ci.yaml", kSweep), a = fresh_dir("ci-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  const auto edited = [&](const std::string& column, const std::string& index) {
+    std::string all;
+    bool done = false;
+    for (std::string l : lines) {
+      const auto at = l.find("\"column_index\":");
+      if (!done && l.find("\"column\":\"" + column + "\"") != std::string::npos && at != std::string::npos) {
+        l.replace(at, l.find_first_of(",}", at) - at, "\"column_index\":" + index);
+        done = true;
+      }
+      all += l + "\n";
+    }
+    EXPECT_TRUE(done) << column;
+    return write_temp("ci-records.jsonl", all);
+  };
+  const std::string moved = edited("noHT", "0");
+  for (const char* cmd : {"compare ", "plot --x vms.web.count --y vm.web.throughput --out ci.png "}) {
+    const Outcome o = run(cmd + moved);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find("column_index: column_index 0 is both column 'HT' and 'noHT'"), std::string::npos)
+        << cmd << o.output;
+  }
+  const Outcome str = run("compare " + edited("noHT", "\"1\""));
+  EXPECT_EQ(str.status, 2) << str.output;
+  EXPECT_NE(str.output.find("column_index: \"1\" is not an index"), std::string::npos) << str.output;
+  const Outcome two = run("compare " + edited("noHT", "7"));
+  EXPECT_EQ(two.status, 2) << two.output;
+  EXPECT_NE(two.output.find("column 'noHT' has two column_index values"), std::string::npos) << two.output;
+  EXPECT_EQ(run("compare " + a).status, 0);
+}
+
 // merge sized its list of missing tasks from a record's tasks_total: 10^9 in a hand-edited file
 // allocated gigabytes and ended in std::bad_alloc (exit 1).
 TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
