@@ -69,9 +69,10 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
       // The value as written: printing x would show 4294967297 as 4.29497e+09, and
       // 1.0000000000000002 as 1, "out of range [0, 1]".
       std::ostringstream os;
-      const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
-      os << v.node().Scalar() << " is out of range [" << p.lo << (dur ? "ns" : "") << ", " << p.hi
-         << (dur ? "ns" : "") << "]";
+      if (p.kind == sim::ParamSpec::Kind::kDuration)
+        os << v.node().Scalar() << " is out of range [" << duration_text(p.lo) << ", " << duration_text(p.hi) << "]";
+      else
+        os << v.node().Scalar() << " is out of range [" << p.lo << ", " << p.hi << "]";
       v.fail(os.str());
     }
     out.set(p.name, x);

@@ -112,7 +112,21 @@ std::string out_of_range(std::int64_t v, std::int64_t lo, std::int64_t hi) {
 }
 
 std::string duration_out_of_range(std::string_view text, sim::Duration lo, sim::Duration hi) {
-  return "'" + std::string(text) + "' is out of range [" + std::to_string(lo) + "ns, " + std::to_string(hi) + "ns]";
+  return "'" + std::string(text) + "' is out of range [" + duration_text(static_cast<double>(lo)) + ", " +
+         duration_text(static_cast<double>(hi)) + "]";
+}
+
+std::string duration_text(double ns) {
+  // Bounds are whole nanoseconds below 2^63; anything else (a plug-in's 1e300) prints as a number.
+  if (!(std::fabs(ns) < 9.2e18) || ns != std::floor(ns)) {
+    std::ostringstream os;
+    os << ns << "ns";
+    return os.str();
+  }
+  const auto v = static_cast<std::int64_t>(ns);
+  for (const auto& [unit, scale] : {std::pair{"s", std::int64_t{1'000'000'000}}, {"ms", 1'000'000}, {"us", 1'000}})
+    if (v != 0 && v % scale == 0) return std::to_string(v / scale) + unit;
+  return std::to_string(v) + "ns";
 }
 
 YamlReader YamlReader::load_file(const std::string& path) {

@@ -105,9 +105,12 @@ std::optional<sim::Duration> parse_duration(std::string_view text);
 std::optional<std::uint64_t> parse_bytes(std::string_view text);
 
 /// What a value outside its bounds is told, in a file and on the command line alike:
-/// "V is out of range [LO, HI]" for an integer, "'TEXT' is out of range [LOns, HIns]" for a
+/// "V is out of range [LO, HI]" for an integer, "'TEXT' is out of range [1us, 100000s]" for a
 /// duration (TEXT as written).
 std::string out_of_range(std::int64_t v, std::int64_t lo, std::int64_t hi);
 std::string duration_out_of_range(std::string_view text, sim::Duration lo, sim::Duration hi);
+/// A duration in the largest unit (s, ms, us, ns) that holds it whole, as a scenario would write
+/// it: 100000000000000 ns is "100000s", 1e9 "1s", 1500 "1500ns".
+std::string duration_text(double ns);
 
 }  // namespace vcpusim::app

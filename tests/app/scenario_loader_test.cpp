@@ -107,6 +107,19 @@ TEST(ScenarioLoader, AutomaticPlacementCountsEachVcpuWhereItMayRun) {
   EXPECT_EQ(s.groups[1].instances[0].memory_on_node, (std::vector<double>{1, 0}));
 }
 
+// A duration's bounds printed as 10000ns or, from a plug-in's table, 1e+09ns.
+TEST(ScenarioLoader, DurationBoundsPrintInTheirLargestWholeUnit) {
+  EXPECT_EQ(duration_text(1e9), "1s");
+  EXPECT_EQ(duration_text(1e14), "100000s");
+  EXPECT_EQ(duration_text(24e6), "24ms");
+  EXPECT_EQ(duration_text(1500), "1500ns");
+  EXPECT_EQ(duration_text(0), "0ns");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nguest: {slice: 5us}\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n"),
+            "t.yaml:2:16: guest.slice: '5us' is out of range [10us, 10s]");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: dbench, lock: pvticket, kick_latency: 2s}}\n"),
+            "t.yaml:3:80: vms[0].workload.kick_latency: 2s is out of range [0ns, 1s]");
+}
+
 TEST(ScenarioLoader, PolicyParametersAreRead) {
   const ScenarioSpec s = load(
       "topology: one-core-ht\nhost: {scheduler: {policy: rr, slice: 5ms}}\n"
