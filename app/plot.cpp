@@ -37,18 +37,29 @@ std::string render(const nlohmann::json& v) {
   return v.dump();
 }
 
-// A gnuplot double-quoted string (its "\n" is a line break; nothing else is special).
+// A gnuplot string for text from records, scenarios and the command line: single-quoted, the
+// one form in which gnuplot runs no backquoted command (`...` in a double-quoted label ran a
+// shell command) and expands no escape; a ' is doubled. A line break becomes "\n" between
+// single-quoted pieces, joined by gnuplot's string concatenation, so `text` may span lines
+// only where gnuplot takes a string expression (set title, set xlabel, set output); labels of
+// tics and keys pass through flat().
 std::string quote(const std::string& s) {
-  std::string q = "\"";
+  std::string q = "'";
   for (const char c : s) {
     if (c == '\n') {
-      q += "\\n";
+      q += "' . \"\\n\" . '";
       continue;
     }
-    if (c == '"' || c == '\\') q += '\\';
+    if (c == '\'') q += '\'';
     q += c;
   }
-  return q + "\"";
+  return q + "'";
+}
+
+// A label as one line (a tic or key label is a plain string, not an expression).
+std::string flat(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return quote(s);
 }
 
 std::string extension_of(const std::string& out) {
@@ -192,24 +203,24 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
   const std::string title = o.title.empty() ? (scenario.empty() ? "" : scenario + ": ") + o.metric + " by " + o.x : o.title;
   s += terminal(o.out, 960, 600);
   s += "set title " + quote(title + "\nmean over repetitions, error bars +/- 1 sample stddev (" + reps + ")") + "\n";
-  s += "set xlabel " + quote(o.x) + "\nset ylabel " + quote(o.metric + " (mean)") + "\n";
+  s += "set xlabel " + flat(o.x) + "\nset ylabel " + flat(o.metric + " (mean)") + "\n";
   s += "set grid ytics lc rgb \"#dddddd\"\nset key outside right top box opaque\nset border 3\nset tics nomirror\n";
   s += "set bars small\n";
   if (nonnegative) s += "set yrange [0:*]\n";
   if (numeric) {
     s += "set offsets graph 0.04, graph 0.04, 0, 0\n";
     s += "set xtics (";
-    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {:.17g}", i ? ", " : "", quote(render(xs[i])), xs[i].get<double>());
+    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {:.17g}", i ? ", " : "", flat(render(xs[i])), xs[i].get<double>());
     s += ")\n";
   } else {
     s += fmt::format("set xrange [-0.5:{}]\nset xtics (", static_cast<double>(xs.size()) - 0.5);
-    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", quote(render(xs[i])), i);
+    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", flat(render(xs[i])), i);
     s += ")\n";
   }
   s += "plot ";
   for (std::size_t k = 0; k < series.size(); ++k)
     s += fmt::format("{}$s{} using 1:2:3 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb \"{}\" title {}", k ? ", \\\n     " : "", k,
-                     colour(k), quote(series[k].label));
+                     colour(k), flat(series[k].label));
   return s + "\n";
 }
 
@@ -251,17 +262,17 @@ std::string reproduction_plot_script(const Reproduction& r, const ReproductionRe
       // Published boxes solid, model boxes hatched, in the column's colour.
       plots.push_back(fmt::format("$b{0} using 1:2:3 with boxerrorbars lc rgb \"{1}\" lw 1.5 fs {2} title {3}, \\\n"
                                   "     $b{0} using 1:($2+$3):(sprintf(\"%.1f\", $2)) with labels offset 0,0.8 font \",9\" notitle",
-                                  k, colour(ci), model ? "pattern 4 border" : "solid 0.55 border", quote(label)));
+                                  k, colour(ci), model ? "pattern 4 border" : "solid 0.55 border", flat(label)));
     }
   const std::string reps = nmax == 0 ? "no model runs" : nmin == nmax ? fmt::format("n = {}", nmin) : fmt::format("n = {}..{}", nmin, nmax);
   const std::string t = title.empty() ? "reproduction " + r.name + ": model beside published" : title;
   s += terminal(out, 960, 600);
   s += "set title " + quote(t + "\n" + r.metric + "; error bars +/- 1 stddev (published where given; model " + reps + ")") + "\n";
-  s += "set xlabel " + quote(r.rows) + "\nset ylabel " + quote(r.metric) + "\n";
+  s += "set xlabel " + flat(r.rows) + "\nset ylabel " + flat(r.metric) + "\n";
   s += "set grid ytics lc rgb \"#dddddd\"\nset key outside right top box opaque\nset border 3\nset tics nomirror\n";
   s += fmt::format("set boxwidth {:.6g} absolute\nset yrange [0:*]\nset offsets 0, 0, graph 0.08, 0\n", width);
   s += fmt::format("set xrange [-0.5:{}]\nset xtics (", static_cast<double>(rows.size()) - 0.5);
-  for (std::size_t i = 0; i < rows.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", quote(rows[i]), i);
+  for (std::size_t i = 0; i < rows.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", flat(rows[i]), i);
   s += ")\nplot ";
   for (std::size_t i = 0; i < plots.size(); ++i) s += (i ? ", \\\n     " : "") + plots[i];
   return s + "\n";

@@ -71,6 +71,27 @@ TEST(CliPlot, SweepPlotWritesAnSvgWithTheLegendAndErrorBarNote) {
     EXPECT_NE(svg.find(s), std::string::npos) << s;
 }
 
+// Labels and titles went to gnuplot double-quoted, where it runs any `command` in backquotes:
+// a column label in a records file (say, a shard from elsewhere) ran a shell command on the
+// machine that drew it. They now go single-quoted and print as written.
+TEST(CliPlot, BackquotesInTitlesAndLabelsArePrintedNotRun) {
+  SKIP_WITHOUT_GNUPLOT();
+  const std::string marker = (scratch() / "ran-a-command").string();
+  std::filesystem::remove(marker);
+  std::string records = slurp(sweep_dir() + "/records.jsonl");
+  for (std::size_t at; (at = records.find("\"column\":\"noHT\"")) != std::string::npos;)
+    records.replace(at, 15, "\"column\":\"no`touch " + marker + "`HT\"");
+  const std::string edited = write_temp("bq-records.jsonl", records);
+  const std::string fig = (scratch() / "bq.svg").string();
+  const Outcome o = run("plot " + edited + " --x vms.web.count --y vm.web.throughput --out " + fig + " --title 'it'\\''s `touch " +
+                        marker + "`'");  // the shell passes it as written: it's `touch ...`
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "gnuplot ran a backquoted command";
+  const std::string svg = slurp(fig);
+  EXPECT_NE(svg.find("no`touch"), std::string::npos) << "the column label, as written";
+  EXPECT_NE(svg.find("it's `touch"), std::string::npos) << "the title, as written";
+}
+
 TEST(CliPlot, DefaultOutputGoesIntoTheSweepDirectory) {
   SKIP_WITHOUT_GNUPLOT();
   std::filesystem::remove(sweep_dir() + "/plot.png");
