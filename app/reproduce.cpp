@@ -108,10 +108,21 @@ std::optional<std::string> vm_metric_suffix(const std::string& key) {
   return key.substr(dot + 1);
 }
 
-/// Every metric name a run of `r`'s sweep can give (metric_names over the runs' scenarios).
-std::set<std::string> sweep_metric_names(const Reproduction& r) {
-  std::set<std::string> names;
-  for (const ScenarioSpec& spec : load_sweep_specs(r.plan)) names.merge(metric_names(spec));
+/// Every metric name a run of `r`'s sweep can give (metric_names over the runs' scenarios), and
+/// per published cell (row, column) the names its own runs give.
+struct SweepMetricNames {
+  std::set<std::string> all;
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> by_cell;
+};
+SweepMetricNames sweep_metric_names(const Reproduction& r) {
+  SweepMetricNames names;
+  const std::vector<ScenarioSpec> specs = load_sweep_specs(r.plan);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    std::set<std::string> run_names = metric_names(specs[i]);
+    const SweepRun& run = r.plan.runs[i];
+    if (run.point.contains(r.rows)) names.by_cell[{cell_op(run.point, r.rows), run.column}].insert(run_names.begin(), run_names.end());
+    names.all.merge(run_names);
+  }
   return names;
 }
 
@@ -150,9 +161,19 @@ void check_vm_metric_name(const YamlReader& at, const std::string& name, const s
 /// The metric and the explain: names are names the runs give: checked before any run, since a
 /// bad metric failed only after the whole sweep (blaming a --metric option nobody gave), and a
 /// bad explain name was printed as a column of "-".
-void check_metrics(const Reproduction& r, const YamlReader& root) {
-  const std::set<std::string> names = sweep_metric_names(r);
+void check_metrics(const Reproduction& r, const YamlReader& root, const YamlReader& pub) {
+  const SweepMetricNames by = sweep_metric_names(r);
+  const std::set<std::string>& names = by.all;
   check_metric_name(root.at("metric"), r.metric, names);
+  // A cell whose own runs lack the metric (a row that switches off the group it names) printed
+  // "no data" and counted as a 0% difference in the summary, exit 0.
+  for (std::size_t i = 0; i < r.published.size(); ++i) {
+    const PublishedCell& p = r.published[i];
+    const auto it = by.by_cell.find({p.row, p.column});
+    if (it != by.by_cell.end() && it->second.count(r.metric)) continue;
+    pub.at(i).fail("the runs of row '" + p.row + "'" + (p.column.empty() ? "" : " column '" + p.column + "'") +
+                   " give no metric '" + r.metric + "' (another row's runs do): this cell would have no model value");
+  }
   for (std::size_t i = 0; i < r.explain.size(); ++i) {
     const YamlReader at = root.at("explain").at(i);
     if (r.explain[i].find('.') == std::string::npos) check_vm_metric_name(at, r.explain[i], names);
@@ -280,7 +301,7 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
       root.at("rows").fail("'" + r.rows + "' is not a swept field of the scenario");
     check_published(r, pub);
     check_baseline(r, root);
-    check_metrics(r, root);
+    check_metrics(r, root, pub);
   } catch (const ConfigError& e) {
     throw blame_command_line_sets(blame, root.at("scenario").node(), e);
   }
@@ -374,10 +395,14 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
         c.explain.push_back(n ? sum / static_cast<double>(n) : std::nan(""));
     }
     if (c.within) ++res.within;
-    res.mean_abs_diff += std::fabs(c.diff_pct);
+    // A cell without runs (records read --from an unfinished sweep) has no difference: it
+    // counted as 0% and flattered the mean.
+    if (c.samples) res.mean_abs_diff += std::fabs(c.diff_pct);
+    else ++res.without_data;
     res.cells.push_back(c);
   }
-  if (!res.cells.empty()) res.mean_abs_diff /= static_cast<double>(res.cells.size());
+  if (res.cells.size() > res.without_data)
+    res.mean_abs_diff /= static_cast<double>(res.cells.size() - res.without_data);
   // % changes against the baseline cell (same column for a baseline row, same row for a column).
   double err = 0;
   for (const CellResult& c : res.cells) {
@@ -489,6 +514,9 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
              res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
              !r.baseline_row.empty() ? "row " + r.baseline_row : "column " + r.baseline_column, res.direction_agree,
              res.direction_total, res.mae_pp);
+  if (res.without_data)
+    fmt::print(os, "{} of the {} cells have no model data (no record of their runs) and are left out of mean |diff|\n",
+               res.without_data, res.cells.size());
   if (!pairs.empty())
     fmt::print(os, "published changes above their noise: {}; the model's sign agrees in {}\n", res.significant,
                res.significant_agree);
@@ -546,6 +574,7 @@ nlohmann::json reproduction_json(const Reproduction& r, const ReproductionResult
   j["summary"] = {{"cells", res.cells.size()},
                   {"within_tolerance", res.within},
                   {"mean_abs_diff_pct", res.mean_abs_diff},
+                  {"cells_without_data", res.without_data},
                   {"direction_agree", res.direction_agree},
                   {"direction_total", res.direction_total},
                   {"mae_pp", res.mae_pp},

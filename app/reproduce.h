@@ -91,7 +91,8 @@ struct ReproductionResult {
   std::size_t within = 0;
   std::size_t direction_total = 0, direction_agree = 0;
   double mae_pp = 0;          ///< mean |model % change - published % change|, in points
-  double mean_abs_diff = 0;   ///< mean |diff_pct| over cells
+  double mean_abs_diff = 0;   ///< mean |diff_pct| over cells with model data
+  std::size_t without_data = 0;  ///< cells no record gave a model value (an unfinished --from)
   /// Two-column tables: rows whose published change exceeds its noise, and how many of those
   /// the model gets the sign of.
   std::size_t significant = 0, significant_agree = 0;

@@ -337,6 +337,28 @@ TEST(Reproduce, MetricThatNoRunGivesIsAnError) {
                                    "bm.cpu.switches_per_s, bm.cpu.throughput)");
 }
 
+// A published cell whose own runs never give the metric (here the Alone row switches off the
+// group it names) was shown as "no data", counted as a 0% difference, and exited 0.
+TEST(Reproduce, PublishedCellWhoseRunsLackTheMetricIsAnError) {
+  EXPECT_EQ(load_error("cell-metric", "metric: bm.cpu.throughput", "metric: bm.mem.throughput"),
+            repro_path("cell-metric") + ":21:5: published[0]: the runs of row 'Alone' column 'HT' give no metric "
+                                        "'bm.mem.throughput' (another row's runs do): this cell would have no model value");
+}
+
+// Records read --from an unfinished sweep leave cells without data: they are left out of the
+// mean |diff| (they counted as 0%) and counted.
+TEST(Reproduce, CellsWithoutDataAreLeftOutOfTheMeanDifference) {
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.tolerance_pct = 10;
+  r.published = {{"base", "", "", 100, -1}, {"up", "", "", 150, -1}};
+  const ReproductionResult res = evaluate(r, {rec("up", 120, 0)});
+  EXPECT_EQ(res.without_data, 1u);
+  EXPECT_NEAR(res.mean_abs_diff, 20.0, 1e-9);
+  EXPECT_EQ(reproduction_json(r, res)["summary"]["cells_without_data"], 1);
+}
+
 // An explain: name no run gives was printed as a column of "-" with status 0. A bare name is a
 // per-VM metric (vm.VM.NAME), which a scenario of bare-metal domains has none of.
 TEST(Reproduce, ExplainMetricThatNoRunGivesIsAnError) {
