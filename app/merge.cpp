@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/merge.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -17,7 +18,16 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
   OneSweep one("merge");
   std::map<RecordKey, nlohmann::json> kept;
   std::set<std::size_t> seen_tasks;
-  for (const std::string& in : inputs) {
+  // The merged file replaces DIR/records.jsonl whole: records already there were lost without a
+  // word when they were another sweep's. They are read as one more input instead, so a merge
+  // into a directory holding the same sweep's records keeps them, and another sweep's are
+  // refused as any foreign input is.
+  std::vector<std::string> all_inputs = inputs;
+  const std::string out_records = (std::filesystem::path(out_dir) / "records.jsonl").string();
+  if (std::filesystem::exists(out_records) &&
+      std::none_of(inputs.begin(), inputs.end(), [&](const std::string& in) { return same_file(records_file_of(in), out_records); }))
+    all_inputs.push_back(out_records);
+  for (const std::string& in : all_inputs) {
     const std::string path = std::filesystem::is_directory(in) ? (std::filesystem::path(in) / "records.jsonl").string() : in;
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
     for (auto& r : read_records(path)) {

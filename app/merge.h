@@ -19,7 +19,8 @@ struct MergeReport {
   std::string out_path;
 };
 
-/// Throws ConfigError naming the input whose records belong to another scenario.
+/// Records already in `out_dir` are read as one more input. Throws ConfigError naming the input
+/// whose records belong to another scenario (out_dir's own included, which then stay as they were).
 MergeReport merge_records(const std::vector<std::string>& inputs, const std::string& out_dir);
 
 }  // namespace vcpusim::app

@@ -1099,6 +1099,33 @@ TEST(CliShard, MergeReportsMissingDuplicateAndForeignRecords) {
   EXPECT_NE(foreign.output.find("different scenario"), std::string::npos) << foreign.output;
 }
 
+// merge replaced --out's records.jsonl whole: another sweep's records there were lost without a
+// word. They are read as one more input: a foreign sweep's are refused, the same sweep's kept.
+TEST(CliShard, MergeKeepsOrRefusesTheRecordsAlreadyInItsOutput) {
+  const std::string f = write_temp("mo.yaml", kSweep), a = fresh_dir("mo-a"), b = fresh_dir("mo-b");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --shard 1/2").status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + b + " --shard 2/2").status, 0);
+  std::string other = kSweep;
+  other.replace(other.find("duration: 300ms"), 15, "duration: 400ms");
+  const std::string victim = fresh_dir("mo-victim");
+  ASSERT_EQ(run("sweep " + write_temp("mo-other.yaml", other) + " --out " + victim + " --max-records 2").status, 0);
+  const Outcome foreign = run("merge " + a + " " + b + " --out " + victim);
+  EXPECT_EQ(foreign.status, 2) << foreign.output;
+  EXPECT_NE(foreign.output.find(victim + "/records.jsonl: scenario_hash: records of a different scenario"), std::string::npos)
+      << foreign.output;
+  EXPECT_EQ(count_lines(victim + "/records.jsonl"), 2u) << "the other sweep's records are kept";
+  // Into a directory holding shard 1: shard 2 is added to it; and into an input, in place.
+  const std::string into = fresh_dir("mo-into");
+  ASSERT_EQ(run("merge " + a + " --out " + into).status, 4);
+  const Outcome kept = run("merge " + b + " --out " + into);
+  EXPECT_EQ(kept.status, 0) << kept.output;
+  EXPECT_EQ(count_lines(into + "/records.jsonl"), 12u);
+  const Outcome in_place = run("merge " + a + " " + b + " --out " + a);
+  EXPECT_EQ(in_place.status, 0) << in_place.output;
+  EXPECT_NE(in_place.output.find("0 duplicate(s) dropped"), std::string::npos) << in_place.output;
+  EXPECT_EQ(count_lines(a + "/records.jsonl"), 12u);
+}
+
 // --shard '' was read as no --shard and ran the whole sweep, as --max-records 0 did (0 is the
 // runner's "no limit", which leaving the flag out says): both are exit 2 before any run.
 TEST(CliShard, EmptyShardAndZeroMaxRecordsAreRefused) {
