@@ -530,7 +530,8 @@ int run_command_line(int argc, char** argv) {
       for (const auto& t : app::load_default_scenario().topology_files) inputs.push_back({t, "a topology file it reads"});
       app::check_outputs_are_distinct(inputs, {{bench_json, "--json"}});
       if (!bench_json.empty()) app::check_output_file(bench_json, "--json");
-      const auto j = app::run_bench(bo, std::cout);
+      // With --json -, the JSON has stdout to itself and the table goes to stderr (as reproduce --json -).
+      const auto j = app::run_bench(bo, bench_json == "-" ? std::cerr : std::cout);
       if (!bench_json.empty()) app::write_atomically(bench_json, j.dump(2) + "\n");
       return 0;
     }

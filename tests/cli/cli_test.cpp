@@ -232,6 +232,15 @@ TEST(Cli, StandardOutputGetsOneJsonDocumentAndEachCsvRowOnce) {
   EXPECT_EQ(std::count(c.output.begin(), c.output.end(), '\n'), 4) << c.output;  // header + 3 x one domain
 }
 
+// bench printed its table to stdout before the JSON, so `bench --json -` was no JSON document.
+TEST(Cli, BenchJsonToStandardOutputIsOneDocument) {
+  const Outcome o = shell("(timeout 300 " + binary() + " bench --quick --repeats 1 --json - 2>/dev/null)");
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_EQ(o.output.find('{'), 0u) << o.output;
+  EXPECT_NE(o.output.find("\"engine\""), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("engine loop"), std::string::npos) << "the table went to stdout: " << o.output;
+}
+
 // A window past the run's end was named as given in the summary ([0s..1000s] for a 0.2 s run).
 TEST(Cli, TraceSummaryNamesTheWindowTheRunCovered) {
   const std::string f = write_temp("trace-cut.yaml", kGood), out = f + ".trace.json";
