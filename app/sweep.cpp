@@ -2,6 +2,7 @@
 #include "app/sweep.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -588,11 +589,26 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   }
   // A value given twice ran its point twice, with the same seeds, and compare counted its
   // samples twice (a smaller stddev from nothing). Labels of a labelled axis are distinct keys.
+  // Values are compared as the runs read them and the tables print them: 4 and "4" are one
+  // row of a table, and 1s and 1000ms, 1GiB and 1024MiB one setting.
+  const auto same_setting = [](const nlohmann::json& label) {
+    std::string key;
+    for (const auto& [field, v] : label.items()) {
+      std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+      const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
+      if (unit && v.is_string()) {
+        if (const auto ns = parse_duration(text)) text = std::to_string(*ns) + "ns";
+        else if (const auto bytes = parse_bytes(text)) text = std::to_string(*bytes) + "B";
+      }
+      key += field + "=" + text + "\n";
+    }
+    return key;
+  };
   for (const Axis& ax : axes) {
     if (ax.labelled) continue;
     std::map<std::string, std::size_t> first;
     for (std::size_t i = 0; i < ax.labels.size(); ++i)
-      if (const auto [it, fresh] = first.emplace(ax.labels[i].dump(), i); !fresh)
+      if (const auto [it, fresh] = first.emplace(same_setting(ax.labels[i]), i); !fresh)
         ax.where[i].fail("this value is given twice (values[" + std::to_string(it->second) + "] is the same): " +
                          "its point would run twice with the same seeds and be counted twice");
   }
@@ -725,6 +741,19 @@ SweepRun run_of(const ParsedSweep& s, std::size_t c, const std::vector<std::size
 // Every run of the sweep into `plan`: the cross product, last axis fastest; points an `only:`
 // excludes are left out, and the kept points are numbered densely.
 void add_every_run(const ParsedSweep& s, SweepPlan& plan) {
+  // A value that `only:` rules leave out of every point ran nowhere, exit 0, and rules that left
+  // out every point ran nothing ("0 records written").
+  std::vector<std::vector<bool>> used(s.axes.size());
+  for (std::size_t a = 0; a < s.axes.size(); ++a) used[a].assign(s.axes[a].labels.size(), false);
+  for (std::uint64_t k = 0; k < s.points; ++k) {
+    const std::vector<std::size_t> pick = pick_of(s, k);
+    if (left_out(s, pick)) continue;
+    for (std::size_t a = 0; a < s.axes.size(); ++a) used[a][pick[a]] = true;
+  }
+  for (std::size_t a = 0; a < s.axes.size(); ++a)
+    for (std::size_t i = 0; i < used[a].size(); ++i)
+      if (!used[a][i])
+        s.axes[a].where[i].fail("the only: rules leave this value out of every point of the sweep, so it would never run");
   for (std::size_t c = 0; c < s.columns.size(); ++c) {
     std::uint32_t kept = 0;
     for (std::uint64_t k = 0; k < s.points; ++k) {

@@ -187,6 +187,19 @@ TEST(Sweep, LabelledEntryOverridesAColumnAtThatLabel) {
   EXPECT_EQ(p.runs[3].point, (nlohmann::json{{"setup", "Y"}}));
 }
 
+// `only:` rules that together leave a value out of every point ran the rest and said nothing;
+// rules that left out every point wrote 0 records, exit 0.
+TEST(Sweep, OnlyRulesThatLeaveAValueNowhereAreErrors) {
+  EXPECT_EQ(error_of("sweep:\n  setup:\n    X: {only: {vms.a.count: [1]}}\n    Y: {only: {vms.a.count: [1]}}\n"
+                          "  vms.a.count: [1, 2]\n"),
+            "s.yaml:10:20: sweep.vms.a.count[1]: the only: rules leave this value out of every point of the sweep, so "
+            "it would never run");
+  EXPECT_NE(error_of("sweep:\n  setup:\n    A: {only: {sec: [C]}}\n    B: {only: {sec: [D]}}\n  sec:\n"
+                          "    C: {only: {setup: [B]}}\n    D: {only: {setup: [A]}}\n")
+                .find("s.yaml:8:8: sweep.setup.A: the only: rules leave this value out of every point"),
+            std::string::npos);
+}
+
 TEST(Sweep, OnlyAndColumnsNamingWhatDoesNotExistAreErrors) {
   EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {nope: [1]}}\n").find("'nope' is not another axis"), std::string::npos);
   EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {vms.a.count: [7]}}\n  vms.a.count: [1]\n")
@@ -387,6 +400,16 @@ TEST(Sweep, AValueGivenTwiceIsRefused) {
                 .find("this value is given twice"),
             std::string::npos);
   EXPECT_EQ(plan_error_of("sweep:\n  zip:\n    - {vms.a.count: [1, 2, 1], vms.a.vcpus: [1, 2, 2]}\n"), "no error");
+  // The same setting spelt two ways: one row of a table (4 and "4"), or one value as the loader
+  // reads it (1s and 1000ms, 1GiB and 1024MiB). Each ran twice and was counted twice.
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [4, \"4\"]\n"),
+            "s.yaml:7:20: sweep.vms.a.count[1]: this value is given twice (values[0] is the same): its point would "
+            "run twice with the same seeds and be counted twice");
+  EXPECT_NE(plan_error_of("sweep:\n  duration: [1s, 1000ms]\n").find("sweep.duration[1]: this value is given twice"),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.memory.size: [1GiB, 1024MiB]\n").find("this value is given twice"),
+            std::string::npos);
+  EXPECT_EQ(plan_error_of("sweep:\n  duration: [1s, 100ms]\n"), "no error");
 }
 
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
