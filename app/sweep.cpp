@@ -629,6 +629,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
       std::string owner;  // for the message
     };
     std::vector<std::vector<Setter>> by_stage;  // axes in order
+    auto lost = [](const Setter& earlier, const Setter& later) { return field_within(earlier.field, later.field); };
     for (const Axis& ax : axes) {
       // One setter per path: whether two overlap depends on their paths only, and an axis of
       // 10^5 values compared each value with every other.
@@ -638,16 +639,29 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
         for (const Override& o : ax.overrides[i])
           if (seen.insert(o.path).second)
             st.push_back(Setter{override_field(root.node(), o.path), o.path, &o.where, "the axis '" + ax.fields.front() + "'"});
+      // Within one point of the axis its fields are set together, so any overlap drops one of
+      // them: every field of a zip group is set at every point; a labelled entry's paths only
+      // at its own label (two labels setting `vms.web` and `vms.web.vcpus` are two points).
+      const auto overlap = [&](const std::vector<Setter>& group, const std::string& what) {
+        for (std::size_t i = 0; i < group.size(); ++i)
+          for (std::size_t j = 0; j < group.size(); ++j)
+            if (i != j && group[i].path != group[j].path && lost(group[i], group[j]))
+              group[j].where->fail("'" + group[j].path + "' covers '" + group[i].path + "', which " + what +
+                                   " sets: one value would be lost");
+      };
+      if (!ax.labelled) {
+        overlap(st, "the same zip group");
+      } else {
+        for (std::size_t i = 0; i < ax.overrides.size(); ++i) {
+          std::vector<Setter> entry;
+          for (const Override& o : ax.overrides[i])
+            entry.push_back(Setter{override_field(root.node(), o.path), o.path, &o.where, ""});
+          overlap(entry, "the same labelled entry");
+        }
+      }
       by_stage.push_back(std::move(st));
     }
-    auto lost = [](const Setter& earlier, const Setter& later) { return field_within(earlier.field, later.field); };
     for (std::size_t b = 0; b < by_stage.size(); ++b) {
-      // Within one zip group the fields move together, so any overlap drops one of them.
-      for (std::size_t i = 0; i < by_stage[b].size(); ++i)
-        for (std::size_t j = 0; j < by_stage[b].size(); ++j)
-          if (i != j && by_stage[b][i].path != by_stage[b][j].path && lost(by_stage[b][i], by_stage[b][j]))
-            by_stage[b][j].where->fail("'" + by_stage[b][j].path + "' covers '" + by_stage[b][i].path +
-                                       "', which the same zip group sets: one value would be lost");
       for (std::size_t a = 0; a < b; ++a)
         for (const Setter& e : by_stage[a])
           for (const Setter& l : by_stage[b])

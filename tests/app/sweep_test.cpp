@@ -200,6 +200,24 @@ TEST(Sweep, OnlyRulesThatLeaveAValueNowhereAreErrors) {
             std::string::npos);
 }
 
+// Two labels of one axis are two points: one may replace a whole VM and the other set a field
+// of it. Refused as if they were one zip group; only paths within one entry can lose a value.
+TEST(Sweep, LabelledEntriesMaySetNestedPathsOfOneField) {
+  const SweepPlan p = plan(
+      "sweep:\n  setup:\n"
+      "    one: {vms.a.workload: {kind: sysbench-memory, threads: 3}}\n"
+      "    two: {vms.a.workload.threads: 4}\n");
+  ASSERT_EQ(p.runs.size(), 2u);
+  EXPECT_EQ(spec_of(p, 0).groups[0].workload.kind, "sysbench-memory");
+  EXPECT_EQ(spec_of(p, 0).groups[0].workload.threads, 3u);
+  EXPECT_EQ(spec_of(p, 1).groups[0].workload.kind, "sysbench-cpu");
+  EXPECT_EQ(spec_of(p, 1).groups[0].workload.threads, 4u);
+  EXPECT_EQ(error_of("sweep:\n  setup:\n"
+                     "    one: {vms.a.workload: {kind: sysbench-memory}, vms.a.workload.threads: 4}\n"),
+            "s.yaml:8:27: sweep.setup.one.vms.a.workload: 'vms.a.workload' covers 'vms.a.workload.threads', which the "
+            "same labelled entry sets: one value would be lost");
+}
+
 TEST(Sweep, OnlyAndColumnsNamingWhatDoesNotExistAreErrors) {
   EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {nope: [1]}}\n").find("'nope' is not another axis"), std::string::npos);
   EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {vms.a.count: [7]}}\n  vms.a.count: [1]\n")
