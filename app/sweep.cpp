@@ -31,8 +31,13 @@ std::vector<std::string> split_path(const std::string& path) {
 
 void check_dotted_path(const std::string& path, const YamlReader& at) {
   const auto parts = split_path(path);
-  for (const auto& p : parts)
+  for (const auto& p : parts) {
     if (p.empty()) at.fail("'" + path + "' is not a dotted path such as vms.db.count");
+    // vms[0].count made a new top-level key `vms[0]`, which the loader then refused as if the
+    // scenario file had it (errors write list elements so).
+    if (p.find_first_of("[]") != std::string::npos)
+      at.fail("'" + p + "' is not a key: a dotted path walks a list by index or by name (vms.0.count, vms.db.count)");
+  }
   // A document is at most 64 levels deep (yaml_reader.cpp); 20,000 parts crashed a sweep.
   if (parts.size() > 64) at.fail("a dotted path of " + std::to_string(parts.size()) + " parts; at most 64");
 }

@@ -486,6 +486,8 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
       {"run " + f + " --set hsot.smt=off", "<command line>: --set hsot.smt: unknown key"},
       {"run " + f + " --set 'duration=[x'", "<command line>: --set duration: YAML syntax error"},
       {"run " + f + " --set duration", "<command line>: --set: 'duration' is not PATH=VALUE"},
+      // It made a top-level key `vms[0]`, which the loader blamed on the scenario file.
+      {"run " + f + " --set 'vms[0].count=1'", "<command line>: --set: 'vms[0]' is not a key: a dotted path walks a list"},
       {"trace " + f + " --out " + trace_dir + "/t.json --set duration=0s",
        "<command line>: --set duration: '0s' is out of range"},
       {"sweep " + f + " --out " + fresh_dir("set-sweep") + " --set duration=-5s",
