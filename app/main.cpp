@@ -473,6 +473,23 @@ int run_command_line(int argc, char** argv) {
           throw app::ConfigError("<command line>", 0, 0, "--from",
                                  "no record in " + dir + " has " + r.name + "'s metric '" + r.metric +
                                      "' (records of another scenario?)");
+        // Nor the reproduction's swept rows or baseline column: that failed in the compare code,
+        // blaming a --baseline option reproduce does not have.
+        const bool has_rows = std::any_of(recs.begin(), recs.end(), [&](const nlohmann::json& rec) {
+          return rec.contains("point") && rec.at("point").contains(r.rows);
+        });
+        if (!has_rows)
+          throw app::ConfigError("<command line>", 0, 0, "--from",
+                                 "no record in " + dir + " sweeps " + r.name + "'s rows '" + r.rows +
+                                     "' (records of another scenario?)");
+        if (!r.baseline_column.empty()) {
+          const std::vector<std::string> have = app::columns_in_order(recs);
+          if (std::find(have.begin(), have.end(), r.baseline_column) == have.end())
+            throw app::ConfigError("<command line>", 0, 0, "--from",
+                                   "no record in " + dir + " is of " + r.name + "'s baseline column '" + r.baseline_column +
+                                       "' (the records' columns: " + fmt::format("{}", fmt::join(have, ", ")) +
+                                       "; records of another scenario?)");
+        }
         for (const auto& n : app::provenance_notes(r, recs))
           std::cerr << "reproduce: note: the records in " << dir << ": " << n << "\n";
       }

@@ -855,6 +855,38 @@ TEST(CliReproduce, ListsAndRunsTheFirstReproduction) {
       << other.output;
 }
 
+// Records of another sweep that has the metric but not the reproduction's rows or baseline
+// column failed in the compare code, which blamed a --baseline option reproduce has not.
+TEST(CliReproduce, FromRecordsWithoutItsRowsOrBaselineColumnNameThem) {
+  const std::string d = fresh_dir("from-other");
+  ASSERT_EQ(run("sweep " + write_temp("from-other.yaml", small_sweep("fo", 1)) + " --out " + d).status, 0);
+  const auto repro = [](const std::string& rows, const std::string& sweep) {
+    return write_temp("from-repro.yaml", "source: test\nmetric: vm.web.throughput\nrows: " + rows +
+                                             "\nbaseline: {column: base}\nscenario:\n" + R"(  name: fr
+  duration: 300ms
+  topology: desktop-4c8t
+  vms:
+    - {name: web, vcpus: 2, workload: {kind: sysbench-cpu, threads: 2}}
+  sweep: )" + sweep + R"(
+  columns:
+    base: {}
+    other: {host.smt: off}
+published:
+  - {row: '1', column: base, value: 100}
+  - {row: '1', column: other, value: 50}
+)");
+  };
+  const Outcome rows = run("reproduce " + repro("setup", "{setup: {'1': {}}}") + " --from " + d);
+  EXPECT_EQ(rows.status, 2) << rows.output;
+  EXPECT_NE(rows.output.find("<command line>: --from: no record in " + d + " sweeps from-repro's rows 'setup'"), std::string::npos)
+      << rows.output;
+  const Outcome col = run("reproduce " + repro("vms.web.count", "{vms.web.count: [1]}") + " --from " + d);
+  EXPECT_EQ(col.status, 2) << col.output;
+  EXPECT_NE(col.output.find("--from: no record in " + d + " is of from-repro's baseline column 'base' (the records' columns: HT, noHT"),
+            std::string::npos)
+      << col.output;
+}
+
 TEST(CliReproduce, RowRunsOnlyThatRowAndItsBaselineAndALaterFullRunResumes) {
   const std::string d = fresh_dir("rep-row");
   const std::string base = "reproduce smt-corun-sysbench --set duration=2s --set repetitions=1 --out " + d;
