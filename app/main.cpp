@@ -514,8 +514,13 @@ int run_command_line(int argc, char** argv) {
         from = app::parse_duration(trace_window.substr(0, dots));
         to = app::parse_duration(trace_window.substr(dots + 2));
       }
-      if (!from || !to || *from < 0 || *to <= *from)
-        throw app::ConfigError("<command line>", 0, 0, "--window", "'" + trace_window + "' is not FROM..TO such as 0s..200ms");
+      const auto bad_window = [&](const std::string& why) {
+        return app::ConfigError("<command line>", 0, 0, "--window", "'" + trace_window + "' " + why);
+      };
+      if (!from || !to)
+        throw bad_window("is not FROM..TO of two durations such as 0s..200ms (each with a unit, a whole number of nanoseconds below 2^63)");
+      if (*from < 0) throw bad_window("starts before the run (FROM is negative)");
+      if (*to <= *from) throw bad_window("is empty: TO must come after FROM");
       if (*from >= spec.duration)  // an empty trace, exit 0, was all it gave
         throw app::ConfigError("<command line>", 0, 0, "--window",
                                "'" + trace_window + "' starts at or after the end of the run (" +

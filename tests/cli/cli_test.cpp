@@ -291,8 +291,18 @@ TEST(Cli, TraceWindowIsExactlyFromDotDotTo) {
   for (const std::string w : {"0s...10ms", "0s....10ms", "1...2ms", "0s..10ms..20ms", "0s..10ms..", "..10ms"}) {
     const Outcome o = run("trace " + f + " --window '" + w + "' --out " + dir + "/bad.json");
     EXPECT_EQ(o.status, 2) << w << ": " << o.output;
-    EXPECT_NE(o.output.find("<command line>: --window: '" + w + "' is not FROM..TO such as 0s..200ms"), std::string::npos)
+    EXPECT_NE(o.output.find("<command line>: --window: '" + w + "' is not FROM..TO of two durations such as 0s..200ms"),
+              std::string::npos)
         << o.output;
+  }
+  // The other mistakes say which rule they break.
+  for (const auto& [w, why] : std::vector<std::pair<std::string, std::string>>{
+           {"-5ms..20ms", "starts before the run (FROM is negative)"},
+           {"20ms..10ms", "is empty: TO must come after FROM"},
+           {"10ms..10ms", "is empty: TO must come after FROM"}}) {
+    const Outcome o = run("trace " + f + " --window " + w + " --out " + dir + "/bad.json");
+    EXPECT_EQ(o.status, 2) << w << ": " << o.output;
+    EXPECT_NE(o.output.find("<command line>: --window: '" + w + "' " + why), std::string::npos) << o.output;
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json"));
   const Outcome ok = run("trace " + f + " --window 0.5ms..1.5ms --out " + dir + "/ok.json");
