@@ -264,7 +264,10 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
     // The rows' entries are copied before they change: `scen` shares them with the loaded file.
     const YAML::Node sweep = scen["sweep"];
     const YAML::Node field = sweep && sweep.IsMap() ? sweep[r.rows] : YAML::Node();
-    if (!field || !field.IsMap())
+    // {values: [...], paths: [...]} is a list of values too (sweep.cpp tells it from labelled
+    // entries by a list under either key): its keys were offered as rows.
+    const auto list_under = [&](const char* k) { return field && field.IsMap() && field[k] && field[k].IsSequence(); };
+    if (!field || !field.IsMap() || list_under("values") || list_under("paths"))
       throw ConfigError("<command line>", 0, 0, "--row-set",
                         "the rows of " + r.name + " ('" + r.rows + "') are values, not entries that can take a key; use --set");
     YAML::Node rows_copy = shallow_copy(field);

@@ -255,6 +255,25 @@ TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
   EXPECT_EQ(error_of_row_set("guest.hz", "1000"), "no error");
 }
 
+// Rows swept as {values: [...], paths: [...]} are values: --row-set offered `values` and
+// `paths` as the rows, and --row-set values ... broke the sweep with no line.
+TEST(Reproduce, RowSetOnRowsOfAValuesAndPathsAxisIsRefusedAsOnValues) {
+  std::string yaml = kRepro;
+  const std::string labelled = "    case:\n      Alone: {baremetal.mem.count: 0}\n      no-tag: {}\n";
+  yaml.replace(yaml.find(labelled), labelled.size(), "    case:\n      values: [0, 1]\n      paths: [baremetal.mem.count]\n");
+  for (const auto& [from, to] : {std::pair{"row: Alone", "row: '0'"}, {"row: no-tag", "row: '1'"}})
+    for (std::size_t at; (at = yaml.find(from)) != std::string::npos;) yaml.replace(at, std::string(from).size(), to);
+  const std::string path = repro_path("values-rows");
+  std::ofstream(path) << yaml;
+  ASSERT_EQ(error_loading(path), "no error");
+  for (const char* row : {"0", "values"})
+    EXPECT_EQ(error_loading(path, {}, {RowOverride{row, "guest.hz", "1000"}}),
+              "<command line>: --row-set: the rows of vcpusim-reproduce-test-values-rows ('case') are values, not "
+              "entries that can take a key; use --set")
+        << row;
+  std::filesystem::remove(path);
+}
+
 // A --set whose field the sweep sets in every run was dropped unread (exit 0).
 TEST(Reproduce, SetThatEverySweepPointOverridesIsAnError) {
   EXPECT_EQ(error_loading("credit2-affinity", parse_command_line_sets("--set", {"vms.db.count=3"})),
