@@ -271,7 +271,12 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
       throw ConfigError("<command line>", 0, 0, "--row-set",
                         "the rows of " + r.name + " ('" + r.rows + "') are values, not entries that can take a key; use --set");
     YAML::Node rows_copy = shallow_copy(field);
+    std::set<std::pair<std::string, std::string>> given;
     for (const RowOverride& o : row_overrides) {
+      // The second replaced the first, which then reached no run: reported as if the sweep set it.
+      if (!given.emplace(o.row, o.path).second)
+        throw ConfigError("<command line>", 0, 0, "--row-set '" + o.row + "' " + o.path,
+                          "given twice for this row; give it once");
       const YAML::Node& lookup = rows_copy;  // a const lookup adds no entry for a missing row
       if (!lookup[o.row]) {
         std::string all;

@@ -253,6 +253,10 @@ TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
   EXPECT_EQ(error_of_row_set("baremetal..count", "1"),
             "<command line>: --row-set 'Alone': 'baremetal..count' is not a dotted path such as vms.db.count");
   EXPECT_EQ(error_of_row_set("guest.hz", "1000"), "no error");
+  // The second replaced the first, which was then reported as a field the sweep sets everywhere.
+  EXPECT_EQ(error_loading("coresched-sysbench", {},
+                          {RowOverride{"Alone", "guest.hz", "1000"}, RowOverride{"Alone", "guest.hz", "250"}}),
+            "<command line>: --row-set 'Alone' guest.hz: given twice for this row; give it once");
 }
 
 // Rows swept as {values: [...], paths: [...]} are values: --row-set offered `values` and
