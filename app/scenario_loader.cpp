@@ -109,7 +109,7 @@ void only_keys(const YamlReader& r, const std::vector<std::string>& allowed) {
           const YAML::Mark m = kv.first.Mark().is_null() ? kv.second.Mark() : kv.first.Mark();
           const std::string shown = shown_key(k);  // an empty key still gets a name
           throw ConfigError(r.file(), m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
-                            r.path().empty() ? shown : r.path() + "." + shown, "unknown key (allowed here: " + all + ")");
+                            r.path().empty() ? shown : r.path() + "." + shown, unknown_key_message(kv.first, all));
         }
     }
 }

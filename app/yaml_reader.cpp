@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/depthguard.h>
 
 namespace vcpusim::app {
 namespace {
@@ -337,6 +338,15 @@ std::string shown_key(const std::string& key) {
   return nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string unknown_key_message(const YAML::Node& key, const std::string& allowed) {
+  const std::string list = " (allowed here: " + allowed + ")";
+  if (key.IsScalar() && key.Scalar() == "<<" && key.Tag() != "!")
+    return "YAML merge keys (<<) are not read here: write the keys out" + list;
+  if (key.IsNull()) return "a null key (~ or an empty one): keys are names" + list;
+  if (!key.IsScalar()) return "a list or mapping as a key (? [...]): keys are names" + list;
+  return "unknown key" + list;
+}
+
 YamlReader YamlReader::load_string(const std::string& text, const std::string& name) {
   // yaml-cpp reads UTF-16 and UTF-32 too (by a byte-order mark or NUL bytes), which the README
   // says a scenario is not; such a file ran, and a bad surrogate in it named its field U+FFFD.
@@ -345,6 +355,10 @@ YamlReader YamlReader::load_string(const std::string& text, const std::string& n
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's parser stops far deeper than the loader's own limit, saying only "bad file".
+    throw ConfigError(name, e.mark.line + 1, e.mark.column + 1, "",
+                      "nested deeper than " + std::to_string(kMaxDepth) + " levels (no scenario is)");
   } catch (const YAML::Exception& e) {
     throw ConfigError(name, e.mark.line + 1, e.mark.column + 1, "", "YAML syntax error: " + e.msg);
   }
@@ -409,8 +423,7 @@ void YamlReader::only(std::initializer_list<std::string_view> allowed) const {
     for (auto a : allowed) ok = ok || a == k;
     const YAML::Node& at = kv.first.Mark().is_null() ? kv.second : kv.first;  // see scenario_loader
     if (!ok)
-      throw ConfigError(file_, line_of(at), col_of(at), child_path(shown_key(k)),
-                        "unknown key (allowed here: " + join(allowed) + ")");
+      throw ConfigError(file_, line_of(at), col_of(at), child_path(shown_key(k)), unknown_key_message(kv.first, join(allowed)));
   }
 }
 

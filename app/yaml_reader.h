@@ -98,6 +98,9 @@ class YamlReader {
 /// A mapping key as an error's field shows it: as written, or JSON-quoted when it is empty or
 /// holds a control character (a NUL cut the message short, a newline split it), as sweep labels are.
 std::string shown_key(const std::string& key);
+/// What a key not allowed in a mapping is told: "unknown key (allowed here: ...)", and why for
+/// the keys that are no name at all: YAML's merge key `<<` (not read), a null or a list key.
+std::string unknown_key_message(const YAML::Node& key, const std::string& allowed);
 
 /// Parses a duration string such as "30s" or "1.5ms"; nullopt if malformed.
 std::optional<sim::Duration> parse_duration(std::string_view text);

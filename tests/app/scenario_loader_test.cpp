@@ -120,6 +120,20 @@ TEST(ScenarioLoader, DurationBoundsPrintInTheirLargestWholeUnit) {
             "t.yaml:3:80: vms[0].workload.kick_latency: 2s is out of range [0ns, 1s]");
 }
 
+// Keys that are no name were all "unknown key"; the merge key `<<` looked like a typo, and a
+// nesting past yaml-cpp's own limit said only "bad file".
+TEST(ScenarioLoader, KeysThatAreNoNameAndDeepNestingSayWhatTheyAre) {
+  const std::string vm = "  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_NE(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, <<: {vcpus: 1}, workload: {kind: sysbench-cpu}}\n")
+                .find("t.yaml:3:15: vms[0].<<: YAML merge keys (<<) are not read"),
+            std::string::npos);
+  EXPECT_NE(test::error_of("topology: one-core-ht\n~: 1\nvms:\n" + vm).find("t.yaml:2:1: \"\": a null key"), std::string::npos);
+  EXPECT_NE(test::error_of("topology: one-core-ht\n? [a, b]\n: 1\nvms:\n" + vm).find("a list or mapping as a key"),
+            std::string::npos);
+  EXPECT_NE(test::error_of("topology: one-core-ht\nx: " + std::string(3000, '[') + "\n").find("nested deeper than 64 levels"),
+            std::string::npos);
+}
+
 TEST(ScenarioLoader, PolicyParametersAreRead) {
   const ScenarioSpec s = load(
       "topology: one-core-ht\nhost: {scheduler: {policy: rr, slice: 5ms}}\n"
