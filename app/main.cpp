@@ -170,18 +170,18 @@ void print_sweep_summary(const app::SweepSummary& s) {
 // "-5" into an unsigned as 2^64 - 5 and lets it through.
 // Both validators rewrite the value as plain decimal: CLI11's own conversion then read "010" as
 // octal 8 (`--seed 010` ran seed 8, where `seed: 010` in the file is 10) and took "0x2" as hex.
-CLI::Validator whole_number(const std::string& what) {
+CLI::Validator whole_number(const std::string& what, std::int64_t lo = 0) {
   return CLI::Validator(
-      [what](std::string& v) -> std::string {
+      [what, lo](std::string& v) -> std::string {
         std::int64_t x = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-        if (ec != std::errc() || end != v.data() + v.size() || x < 0)
-          return "'" + v + "' is not " + what + ": an integer from 0 to " +
+        if (ec != std::errc() || end != v.data() + v.size() || x < lo)
+          return "'" + v + "' is not " + what + ": an integer from " + std::to_string(lo) + " to " +
                  std::to_string(std::numeric_limits<std::int64_t>::max());
         v = std::to_string(x);
         return {};
       },
-      "0 to 2^63 - 1");
+      std::to_string(lo) + " to 2^63 - 1");
 }
 
 // An integer flag that overrides a scenario field: the field's bounds and its message, so the
@@ -199,16 +199,6 @@ CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
       },
       std::to_string(lo) + " to " + std::to_string(hi));
 }
-
-// A count that must not be 0 where leaving the flag out already means "no limit": --max-records 0
-// ran the whole sweep. Checked after whole_number(), so the value is an integer.
-const CLI::Validator kAtLeastOne(
-    [](const std::string& v) -> std::string {
-      std::int64_t x = 0;
-      std::from_chars(v.data(), v.data() + v.size(), x);
-      return x < 1 ? std::string("must be at least 1") : std::string();
-    },
-    "AT LEAST 1");
 
 // A flag whose value may not be empty: CLI11 takes --json '' as given-but-empty, which the code
 // then read as not given (it wrote nothing, rc 0).
@@ -270,8 +260,9 @@ int run_command_line(int argc, char** argv) {
   sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value")
       ->transform(field_range(0, std::numeric_limits<std::uint32_t>::max()));
   sweep->add_option("--max-records", max_records, "stop after this many new records (a controlled interruption)")
-      ->transform(whole_number("a record count"))  // else CLI11 wraps -1 into 2^64 - 1: no limit at all
-      ->check(kAtLeastOne);
+      // From 1: leaving the flag out means "no limit", which 0 ran as (the whole sweep); and
+      // CLI11 alone wraps -1 into 2^64 - 1, no limit at all.
+      ->transform(whole_number("a record count", 1));
   sweep->add_option("--set", sets, "override a scenario field before expansion: PATH=VALUE (YAML), repeatable");
   std::string shard;
   sweep->add_option("--shard", shard, "run only shard K of N (K/N, 1 <= K <= N), for batch systems; join with merge")

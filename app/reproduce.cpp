@@ -517,11 +517,15 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
       os << "\n";
     }
   }
-  fmt::print(os, "\nsummary: {}/{} cells within {:g}%; mean |diff| {:.2f}%; direction of the % changes against {} "
-                 "agrees in {}/{}; mean absolute error of those changes {:.2f} points\n",
-             res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
-             !r.baseline_row.empty() ? "row " + r.baseline_row : "column " + r.baseline_column, res.direction_agree,
-             res.direction_total, res.mae_pp);
+  if (r.baseline_row.empty() && r.baseline_column.empty())  // no % changes to compare
+    fmt::print(os, "\nsummary: {}/{} cells within {:g}%; mean |diff| {:.2f}%; no baseline:, so no % changes\n",
+               res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff);
+  else
+    fmt::print(os, "\nsummary: {}/{} cells within {:g}%; mean |diff| {:.2f}%; direction of the % changes against {} "
+                   "agrees in {}/{}; mean absolute error of those changes {:.2f} points\n",
+               res.within, res.cells.size(), r.tolerance_pct, res.mean_abs_diff,
+               !r.baseline_row.empty() ? "row " + r.baseline_row : "column " + r.baseline_column, res.direction_agree,
+               res.direction_total, res.mae_pp);
   if (res.without_data)
     fmt::print(os, "{} of the {} cells have no model data (no record of their runs) and are left out of mean |diff|\n",
                res.without_data, res.cells.size());

@@ -694,7 +694,9 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
         for (const auto& val : allowed) {
           bool found = false;
           for (const auto& lab : o->labels) found = found || lab.at(other) == val;
-          if (!found) ax.where[i].at("only").at(other).fail("'" + val.dump() + "' is not a value of the axis '" + other + "'");
+          if (!found)
+            ax.where[i].at("only").at(other).fail("'" + (val.is_string() ? val.get<std::string>() : val.dump()) +
+                                                  "' is not a value of the axis '" + other + "'");
         }
       }
       for (const auto& [col, list] : ax.column_overrides[i]) {

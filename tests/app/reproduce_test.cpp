@@ -109,6 +109,21 @@ TEST(Reproduce, SummaryArithmetic) {
   EXPECT_EQ(j["summary"]["within_tolerance"], 2);
 }
 
+// Without a baseline the summary read "against column  agrees in 0/0".
+TEST(Reproduce, SummaryWithoutABaselineSaysThereAreNoChanges) {
+  Reproduction r;
+  r.name = "nb";
+  r.metric = "m";
+  r.rows = "case";
+  r.tolerance_pct = 10;
+  r.published = {{"a", "", "", 100, -1}};
+  const std::vector<nlohmann::json> recs = {rec("a", 100, 0)};
+  std::ostringstream os;
+  write_reproduction(os, r, recs, evaluate(r, recs));
+  EXPECT_NE(os.str().find("summary: 1/1 cells within 10%; mean |diff| 0.00%; no baseline:, so no % changes"), std::string::npos)
+      << os.str();
+}
+
 TEST(Reproduce, DisagreeingDirectionIsCounted) {
   Reproduction r;
   r.metric = "m";

@@ -223,6 +223,10 @@ TEST(Sweep, OnlyAndColumnsNamingWhatDoesNotExistAreErrors) {
   EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {vms.a.count: [7]}}\n  vms.a.count: [1]\n")
                 .find("'7' is not a value of the axis 'vms.a.count'"),
             std::string::npos);
+  // A label as written, not as JSON ('"Z"').
+  EXPECT_NE(error_of("sweep:\n  setup:\n    X: {only: {sec: [Z]}}\n  sec:\n    C: {}\n")
+                .find("'Z' is not a value of the axis 'sec'"),
+            std::string::npos);
   EXPECT_NE(error_of("sweep:\n  setup:\n    X: {columns: {nope: {}}}\ncolumns:\n  one: {}\n").find("no column 'nope'"),
             std::string::npos);
 }

@@ -1185,7 +1185,7 @@ TEST(CliShard, EmptyShardAndZeroMaxRecordsAreRefused) {
   const std::string f = write_temp("shard-empty.yaml", kSweep);
   const struct {
     std::string flag, message;
-  } bad[] = {{"--shard ''", "--shard: is empty"}, {"--max-records 0", "--max-records: must be at least 1"}};
+  } bad[] = {{"--shard ''", "--shard: is empty"}, {"--max-records 0", "--max-records: '0' is not a record count: an integer from 1 to"}};
   for (const auto& b : bad) {
     const std::string d = fresh_dir("shard-empty");
     const Outcome o = run("sweep " + f + " --out " + d + " " + b.flag);
