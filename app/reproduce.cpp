@@ -201,6 +201,9 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   r.file = path;
   r.name = std::filesystem::path(path).stem().string();
   r.source = root.at("source").as_string();
+  // What the published cells are from is the point of the file.
+  if (r.source.find_first_not_of(" \t") == std::string::npos)
+    root.at("source").fail("is empty: name the publication the cells come from (a mail, a paper, a commit)");
   r.description = root.get_string("description", "");
   r.metric = root.at("metric").as_string();
   r.higher_is_better = root.get_bool("higher_is_better", true);
@@ -247,6 +250,10 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
     if (p.value <= 0 || !std::isnormal(p.value))
       value.fail(fmt::format("expected a positive figure (the model's difference is a percentage of it), got {}",
                              value.node().Scalar()));
+    // The tables print it in fixed point: 1e308 came out as a number of 309 digits.
+    constexpr double kLargestFigure = 1e15;
+    if (p.value > kLargestFigure)
+      value.fail(fmt::format("{} is larger than any published figure this compares (at most 1e15)", value.node().Scalar()));
     p.stddev = c.get_double("stddev", -1, 0, 1e300);
     p.note = c.get_string("note", "");
     r.published.push_back(p);
@@ -254,7 +261,14 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   if (root.has("explain")) {
     const YamlReader ex = root.at("explain");
     ex.require_sequence();
-    for (std::size_t i = 0; i < ex.size(); ++i) r.explain.push_back(ex.at(i).as_string());
+    // An empty list printed an empty table, and a name given twice printed its column twice.
+    if (ex.size() == 0) ex.fail("an empty list: name at least one metric (or leave explain: out)");
+    for (std::size_t i = 0; i < ex.size(); ++i) {
+      const std::string name = ex.at(i).as_string();
+      if (std::find(r.explain.begin(), r.explain.end(), name) != r.explain.end())
+        ex.at(i).fail("'" + name + "' is given twice");
+      r.explain.push_back(name);
+    }
   }
   root.at("scenario").require_map();  // here, at its line: the copy below has none
   YAML::Node scen = apply_command_line_sets(root.at("scenario"), overrides).node();

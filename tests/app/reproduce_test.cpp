@@ -397,6 +397,20 @@ TEST(Reproduce, CellsWithoutDataAreLeftOutOfTheMeanDifference) {
   EXPECT_EQ(reproduction_json(r, res)["summary"]["cells_without_data"], 1);
 }
 
+// Accepted until now: an empty source, a figure printed as 309 digits, an empty explain table
+// and an explain column printed twice.
+TEST(Reproduce, EmptySourceHugeFigureAndEmptyOrRepeatedExplainAreErrors) {
+  EXPECT_EQ(load_error("src", "source: \"a test\"", "source: \"\""),
+            repro_path("src") + ":1:9: source: is empty: name the publication the cells come from (a mail, a paper, a commit)");
+  EXPECT_EQ(load_error("huge", "value: 852.50", "value: 1e308"),
+            repro_path("huge") + ":22:38: published[1].value: 1e308 is larger than any published figure this compares (at "
+                                 "most 1e15)");
+  EXPECT_EQ(load_error("ex-empty", "explain: [bm.cpu.steal_pct]", "explain: []"),
+            repro_path("ex-empty") + ":25:10: explain: an empty list: name at least one metric (or leave explain: out)");
+  EXPECT_EQ(load_error("ex-twice", "explain: [bm.cpu.steal_pct]", "explain: [bm.cpu.steal_pct, bm.cpu.steal_pct]"),
+            repro_path("ex-twice") + ":25:29: explain[1]: 'bm.cpu.steal_pct' is given twice");
+}
+
 // An explain: name no run gives was printed as a column of "-" with status 0. A bare name is a
 // per-VM metric (vm.VM.NAME), which a scenario of bare-metal domains has none of.
 TEST(Reproduce, ExplainMetricThatNoRunGivesIsAnError) {
