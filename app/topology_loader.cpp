@@ -87,6 +87,11 @@ std::string locate(const YamlReader& r, const std::string& value) {
   if (is_file(beside)) return beside.string();
   std::string in_configs = find_config(value);
   if (!in_configs.empty() && is_file(in_configs)) return in_configs;
+  // Something is there, but no file: say so, as for an absolute path ("not found" sent one
+  // looking for a typo in a name that was right).
+  std::error_code ec;
+  if (fs::exists(beside, ec) || !in_configs.empty())
+    r.fail("'" + value + "' is not a regular file (a topology file is a .yaml file)");
   r.fail("topology file '" + value + "' not found (looked beside " + r.file() + "; " + searched_dirs() + ")");
 }
 

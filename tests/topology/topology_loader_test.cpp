@@ -371,6 +371,22 @@ TEST(TopologyLoader, APathThatIsNotARegularFileSaysSo) {
   }
 }
 
+// A relative path to a directory, beside the scenario or in the config directory
+// (`topologies` is one), was "not found".
+TEST(TopologyLoader, ARelativePathThatIsADirectorySaysSo) {
+  TempDir dir;
+  dir.write("machines/box.yaml/x", "");
+  const std::string scenario = (dir.path / "scenario.yaml").string();
+  for (const char* path : {"machines/box.yaml", "topologies/"}) {
+    try {
+      load_topology(topology_of(std::string("topology: ") + path + "\n", scenario));
+      ADD_FAILURE() << path << " loaded";
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(contains(e.what(), "is not a regular file")) << e.what();
+    }
+  }
+}
+
 TEST(TopologyLoader, PathIsRelativeToTheScenarioFile) {
   TempDir dir;
   dir.write("machines/box.yaml",
