@@ -86,10 +86,13 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
     for (const auto& m : metrics)
       if (m == "ops_per_sec" || (m.size() > 11 && m.compare(m.size() - 11, 11, ".throughput") == 0 && std::count(m.begin(), m.end(), '.') == 2 && m.find('-') == std::string::npos))
         tp.push_back(m);
-    if (tp.size() != 1) throw ConfigError("<command line>", 0, 0, "--metric", "choose a metric: " + join(std::vector<std::string>(metrics.begin(), metrics.end())));
+    // Several throughputs: those are the choice; none: any metric is.
+    if (tp.size() > 1)
+      throw ConfigError("<command line>", 0, 0, "--metric", "choose a metric, such as one of the throughputs: " + join(tp));
+    if (tp.empty()) throw ConfigError("<command line>", 0, 0, "--metric", "choose a metric: " + metric_names_hint(metrics, ""));
     g.metric = tp.front();
   } else if (!metrics.count(g.metric)) {
-    throw ConfigError("<command line>", 0, 0, "--metric", "no metric '" + g.metric + "' in the records (have: " + join(std::vector<std::string>(metrics.begin(), metrics.end())) + ")");
+    throw ConfigError("<command line>", 0, 0, "--metric", "no metric '" + g.metric + "' in the records (have: " + metric_names_hint(metrics, g.metric) + ")");
   }
   g.columns = columns_in_order(records);
   if (!o.baseline.empty()) {

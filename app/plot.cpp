@@ -134,7 +134,7 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
     throw ConfigError("<command line>", 0, 0, "--x", "no swept field '" + o.x + "' (have: " + join(fields) + ")");
   if (!metrics.count(o.metric))
     throw ConfigError("<command line>", 0, 0, "--y", "no metric '" + o.metric + "' in the records (have: " +
-                                                         join(std::vector<std::string>(metrics.begin(), metrics.end())) + ")");
+                                                         metric_names_hint(metrics, o.metric) + ")");
   const bool by_column = o.by.empty() || o.by == "column";
   if (!by_column) {
     if (o.by == o.x) throw ConfigError("<command line>", 0, 0, "--by", "'" + o.by + "' is already the x axis");

@@ -117,6 +117,20 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   return all;
 }
 
+std::string metric_names_hint(const std::set<std::string>& metrics, const std::string& wanted) {
+  std::vector<std::string> names;
+  const auto dot = wanted.rfind('.');
+  if (dot != std::string::npos)
+    for (const std::string& m : metrics)
+      if (m.compare(0, dot + 1, wanted, 0, dot + 1) == 0) names.push_back(m);
+  if (names.empty()) names.assign(metrics.begin(), metrics.end());
+  constexpr std::size_t kShown = 40;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
 std::vector<std::string> columns_in_order(const std::vector<nlohmann::json>& records) {
   std::map<std::uint64_t, std::string> by_index;
   for (const nlohmann::json* r : canonical_order(records)) {

@@ -103,6 +103,29 @@ TEST(Compare, UnknownNamesAreConfigErrors) {
   EXPECT_THROW(group_records(golden_records(), o), ConfigError);
 }
 
+// A large sweep's records hold thousands of metric names, all of which a wrong --metric listed
+// (20 KB): the names under its prefix are listed, else at most 40 of all.
+TEST(Compare, AnUnknownMetricListsTheNamesUnderItsPrefixAndAtMostForty) {
+  std::vector<nlohmann::json> recs = golden_records();
+  for (int i = 0; i < 100; ++i) recs.front()["metrics"]["vm.g" + std::to_string(100 + i) + ".cpu"] = 1.0;
+  CompareOptions o;
+  o.metric = "vm.x.throughputt";
+  try {
+    group_records(recs, o);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "<command line>: --metric: no metric 'vm.x.throughputt' in the records (have: vm.x.throughput)");
+  }
+  o.metric = "nope";
+  try {
+    group_records(recs, o);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(", vm.g139.cpu, ... (101 in all))"), std::string::npos) << e.what();
+  }
+}
+
 // Golden: base-A vs new-B, higher is better. Hand-checked cells: Hmean op 1: A = 3 / (1/100 +
 // 1/200 + 1/400) = 171.43, B = 200, pdiff = 100 * 200 / 171.43 - 100 = 16.67%; t = 28.57 /
 // sqrt(152.75^2 / 3) = 0.324 -> p = 0.77, no star. Op 2: A = 3 / (1/10 + 1/12 + 1/14) = 11.78,
