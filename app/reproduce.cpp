@@ -303,6 +303,23 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
       if (o.path == "only" || o.path == "columns")
         throw ConfigError("<command line>", 0, 0, set.option + " " + o.path,
                           "'" + o.path + "' is a sweep entry's reserved key, not a path into the scenario");
+      // A column that sets the same field, or one around it, overwrites the row's value in every
+      // run (one inside it refines it); the sweep's own check blamed the file's column line.
+      const YAML::Node columns = scen["columns"];
+      if (columns && columns.IsMap())
+        for (const auto& col : columns) {
+          if (!col.second.IsMap()) continue;
+          for (const auto& kv : col.second) {
+            const std::string k = kv.first.Scalar();
+            const auto within = [](const std::string& a, const std::string& b) {
+              return a == b || (a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '.');
+            };
+            if (within(o.path, k))
+              throw ConfigError("<command line>", 0, 0, set.option + " " + o.path,
+                                "column '" + col.first.Scalar() + "' sets '" + k +
+                                    "' in its runs, which would overwrite this row's value; change the column instead");
+          }
+        }
       entry[o.path] = set.value;
       blame.push_back(set);
       row_blame.push_back(set);
