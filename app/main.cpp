@@ -455,31 +455,25 @@ int run_command_line(int argc, char** argv) {
       }
       const auto recs = records_of({dir});
       if (!repro_from.empty()) {  // records read as they are may not be what this reproduction would run now
-        // Records of another scenario may lack the metric; that is --from's error, not a --metric
-        // nobody gave (what the compare code would say).
-        const bool has_metric = std::any_of(recs.begin(), recs.end(), [&](const nlohmann::json& rec) {
-          return rec.contains("metrics") && rec.at("metrics").contains(r.metric);
-        });
-        if (!has_metric)
-          throw app::ConfigError("<command line>", 0, 0, "--from",
-                                 "no record in " + dir + " has " + r.name + "'s metric '" + r.metric +
-                                     "' (records of another scenario?)");
-        // Nor the reproduction's swept rows or baseline column: that failed in the compare code,
-        // blaming a --baseline option reproduce does not have.
-        const bool has_rows = std::any_of(recs.begin(), recs.end(), [&](const nlohmann::json& rec) {
-          return rec.contains("point") && rec.at("point").contains(r.rows);
-        });
-        if (!has_rows)
-          throw app::ConfigError("<command line>", 0, 0, "--from",
-                                 "no record in " + dir + " sweeps " + r.name + "'s rows '" + r.rows +
-                                     "' (records of another scenario?)");
+        // Records of another scenario may lack the metric, the swept rows or the baseline column:
+        // that is --from's error, not that of a --metric or --baseline option (what the compare
+        // code would say, though reproduce has neither).
+        const auto none_has = [&](const char* key, const std::string& name) {
+          return std::none_of(recs.begin(), recs.end(), [&](const nlohmann::json& rec) {
+            return rec.contains(key) && rec.at(key).contains(name);
+          });
+        };
+        const auto foreign = [&](const std::string& what, const std::string& more = "") {
+          return app::ConfigError("<command line>", 0, 0, "--from",
+                                  "no record in " + dir + " " + what + " (records of another scenario?" + more + ")");
+        };
+        if (none_has("metrics", r.metric)) throw foreign("has " + r.name + "'s metric '" + r.metric + "'");
+        if (none_has("point", r.rows)) throw foreign("sweeps " + r.name + "'s rows '" + r.rows + "'");
         if (!r.baseline_column.empty()) {
           const std::vector<std::string> have = app::columns_in_order(recs);
           if (std::find(have.begin(), have.end(), r.baseline_column) == have.end())
-            throw app::ConfigError("<command line>", 0, 0, "--from",
-                                   "no record in " + dir + " is of " + r.name + "'s baseline column '" + r.baseline_column +
-                                       "' (the records' columns: " + fmt::format("{}", fmt::join(have, ", ")) +
-                                       "; records of another scenario?)");
+            throw foreign("is of " + r.name + "'s baseline column '" + r.baseline_column + "'",
+                          fmt::format(" their columns: {}", fmt::join(have, ", ")));
         }
         for (const auto& n : app::provenance_notes(r, recs))
           std::cerr << "reproduce: note: the records in " << dir << ": " << n << "\n";

@@ -19,6 +19,18 @@ nlohmann::json rec(const std::string& row, double v, int rep) {
           {"metrics", {{"m", v}}}};
 }
 
+// A reproduction of metric m over rows of the field `case` (the records rec() makes), with these
+// published cells and, if given, that baseline row; the default tolerance of 10%.
+Reproduction of_cases(std::vector<PublishedCell> published, const std::string& baseline_row = "") {
+  Reproduction r;
+  r.name = "t";
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_row = baseline_row;
+  r.published = std::move(published);
+  return r;
+}
+
 // A reproduction that loads: bare-metal sysbench cpu beside sysbench memory on one SMT core, two
 // rows and two columns. Each error test below changes one thing in it, so its line numbers are
 // those of this text (line 1 is `source:`).
@@ -86,12 +98,7 @@ std::string load_error(const std::string& name, const std::string& from, const s
 // % changes against base: published up +50, down -20; model up +40, down -10: directions agree
 // 2/2; MAE = (|40 - 50| + |-10 - -20|) / 2 = 10 points. Mean |diff| = (0 + 6.667 + 12.5) / 3.
 TEST(Reproduce, SummaryArithmetic) {
-  Reproduction r;
-  r.metric = "m";
-  r.rows = "case";
-  r.baseline_row = "base";
-  r.tolerance_pct = 10;
-  r.published = {{"base", "", "", 100, -1}, {"up", "", "", 150, -1}, {"down", "", "", 80, -1}};
+  const Reproduction r = of_cases({{"base", "", "", 100, -1}, {"up", "", "", 150, -1}, {"down", "", "", 80, -1}}, "base");
   const std::vector<nlohmann::json> recs = {rec("base", 100, 0), rec("base", 100, 1), rec("up", 140, 0),
                                             rec("up", 140, 1),   rec("down", 90, 0),  rec("down", 90, 1)};
   const ReproductionResult res = evaluate(r, recs);
@@ -111,12 +118,7 @@ TEST(Reproduce, SummaryArithmetic) {
 
 // Without a baseline the summary read "against column  agrees in 0/0".
 TEST(Reproduce, SummaryWithoutABaselineSaysThereAreNoChanges) {
-  Reproduction r;
-  r.name = "nb";
-  r.metric = "m";
-  r.rows = "case";
-  r.tolerance_pct = 10;
-  r.published = {{"a", "", "", 100, -1}};
+  const Reproduction r = of_cases({{"a", "", "", 100, -1}});
   const std::vector<nlohmann::json> recs = {rec("a", 100, 0)};
   std::ostringstream os;
   write_reproduction(os, r, recs, evaluate(r, recs));
@@ -125,11 +127,7 @@ TEST(Reproduce, SummaryWithoutABaselineSaysThereAreNoChanges) {
 }
 
 TEST(Reproduce, DisagreeingDirectionIsCounted) {
-  Reproduction r;
-  r.metric = "m";
-  r.rows = "case";
-  r.baseline_row = "base";
-  r.published = {{"base", "", "", 100, -1}, {"up", "", "", 110, -1}};
+  const Reproduction r = of_cases({{"base", "", "", 100, -1}, {"up", "", "", 110, -1}}, "base");
   const ReproductionResult res = evaluate(r, {rec("base", 100, 0), rec("up", 95, 0)});
   EXPECT_EQ(res.direction_total, 1u);
   EXPECT_EQ(res.direction_agree, 0u);
@@ -387,11 +385,7 @@ TEST(Reproduce, PublishedCellWhoseRunsLackTheMetricIsAnError) {
 // Records read --from an unfinished sweep leave cells without data: they are left out of the
 // mean |diff| (they counted as 0%) and counted.
 TEST(Reproduce, CellsWithoutDataAreLeftOutOfTheMeanDifference) {
-  Reproduction r;
-  r.metric = "m";
-  r.rows = "case";
-  r.tolerance_pct = 10;
-  r.published = {{"base", "", "", 100, -1}, {"up", "", "", 150, -1}};
+  const Reproduction r = of_cases({{"base", "", "", 100, -1}, {"up", "", "", 150, -1}});
   const ReproductionResult res = evaluate(r, {rec("up", 120, 0)});
   EXPECT_EQ(res.without_data, 1u);
   EXPECT_NEAR(res.mean_abs_diff, 20.0, 1e-9);

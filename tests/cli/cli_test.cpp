@@ -892,7 +892,7 @@ published:
       << rows.output;
   const Outcome col = run("reproduce " + repro("vms.web.count", "{vms.web.count: [1]}") + " --from " + d);
   EXPECT_EQ(col.status, 2) << col.output;
-  EXPECT_NE(col.output.find("--from: no record in " + d + " is of from-repro's baseline column 'base' (the records' columns: HT, noHT"),
+  EXPECT_NE(col.output.find("--from: no record in " + d + " is of from-repro's baseline column 'base' (records of another scenario? their columns: HT, noHT)"),
             std::string::npos)
       << col.output;
 }
