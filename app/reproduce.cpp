@@ -311,10 +311,7 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
           if (!col.second.IsMap()) continue;
           for (const auto& kv : col.second) {
             const std::string k = kv.first.Scalar();
-            const auto within = [](const std::string& a, const std::string& b) {
-              return a == b || (a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '.');
-            };
-            if (within(o.path, k))
+            if (field_within(override_field(scen, o.path), override_field(scen, k)))
               throw ConfigError("<command line>", 0, 0, set.option + " " + o.path,
                                 "column '" + col.first.Scalar() + "' sets '" + k +
                                     "' in its runs, which would overwrite this row's value; change the column instead");
