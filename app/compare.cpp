@@ -11,21 +11,10 @@
 #include "app/config_error.h"
 #include "app/records.h"
 #include "app/statistics.h"
+#include "app/text.h"
 
 namespace vcpusim::app {
 namespace {
-
-std::string render(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
-  return v.dump();
-}
-
-std::string join(const std::vector<std::string>& xs) {
-  std::string s;
-  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
 
 constexpr int kField = 12, kPrecision = 2;  // mmtests Summarise FieldLength and Precision
 
@@ -88,7 +77,7 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
         tp.push_back(m);
     // Several throughputs: those are the choice; none: any metric is.
     if (tp.size() > 1)
-      throw ConfigError("<command line>", 0, 0, "--metric", "choose a metric, such as one of the throughputs: " + join(tp));
+      throw ConfigError("<command line>", 0, 0, "--metric", "choose a metric, such as one of the throughputs: " + comma_join(tp));
     if (tp.empty()) throw ConfigError("<command line>", 0, 0, "--metric", "choose a metric: " + metric_names_hint(metrics, ""));
     g.metric = tp.front();
   } else if (!metrics.count(g.metric)) {
@@ -97,22 +86,22 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
   g.columns = columns_in_order(records);
   if (!o.baseline.empty()) {
     auto it = std::find(g.columns.begin(), g.columns.end(), o.baseline);
-    if (it == g.columns.end()) throw ConfigError("<command line>", 0, 0, "--baseline", "no column '" + o.baseline + "' (have: " + join(g.columns) + ")");
+    if (it == g.columns.end()) throw ConfigError("<command line>", 0, 0, "--baseline", "no column '" + o.baseline + "' (have: " + comma_join(g.columns) + ")");
     std::rotate(g.columns.begin(), it, it + 1);
   }
   g.by = o.by;
   if (g.by.empty() && fields.size() == 1) g.by = fields.front();
   if (!g.by.empty() && std::find(fields.begin(), fields.end(), g.by) == fields.end())
-    throw ConfigError("<command line>", 0, 0, "--by", "no swept field '" + g.by + "' (have: " + join(fields) + ")");
+    throw ConfigError("<command line>", 0, 0, "--by", "no swept field '" + g.by + "' (have: " + comma_join(fields) + ")");
 
   // Operations: the --by value, with any other swept fields appended; ordered by point_index.
   std::map<int, std::string> op_by_index;
   for (const nlohmann::json* rp : in_order) {
     const auto& r = *rp;
     const auto& p = r.at("point");
-    std::string op = g.by.empty() ? "" : render(p.at(g.by));
+    std::string op = g.by.empty() ? "" : value_label(p.at(g.by));
     for (const auto& f : fields)
-      if (f != g.by && p.contains(f)) op += (op.empty() ? "" : ",") + f + "=" + render(p.at(f));
+      if (f != g.by && p.contains(f)) op += (op.empty() ? "" : ",") + f + "=" + value_label(p.at(f));
     if (op.empty()) op = "-";
     const int idx = r.value("point_index", 0);
     op_by_index.emplace(idx, op);

@@ -21,21 +21,11 @@
 #include "app/output_paths.h"
 #include "app/records.h"
 #include "app/statistics.h"
+#include "app/text.h"
 
 namespace vcpusim::app {
 namespace {
 
-std::string join(const std::vector<std::string>& xs) {
-  std::string s;
-  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
-std::string render(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
-  return v.dump();
-}
 
 // A gnuplot string for text from records, scenarios and the command line: single-quoted, the
 // one form in which gnuplot runs no backquoted command (`...` in a double-quoted label ran a
@@ -131,7 +121,7 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
 
   if (fields.empty()) throw ConfigError("<command line>", 0, 0, "--x", "the records have no swept field to put on the x axis");
   if (std::find(fields.begin(), fields.end(), o.x) == fields.end())
-    throw ConfigError("<command line>", 0, 0, "--x", "no swept field '" + o.x + "' (have: " + join(fields) + ")");
+    throw ConfigError("<command line>", 0, 0, "--x", "no swept field '" + o.x + "' (have: " + comma_join(fields) + ")");
   if (!metrics.count(o.metric))
     throw ConfigError("<command line>", 0, 0, "--y", "no metric '" + o.metric + "' in the records (have: " +
                                                          metric_names_hint(metrics, o.metric) + ")");
@@ -139,7 +129,7 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
   if (!by_column) {
     if (o.by == o.x) throw ConfigError("<command line>", 0, 0, "--by", "'" + o.by + "' is already the x axis");
     if (std::find(fields.begin(), fields.end(), o.by) == fields.end())
-      throw ConfigError("<command line>", 0, 0, "--by", "no swept field '" + o.by + "' (have: column, " + join(fields) + ")");
+      throw ConfigError("<command line>", 0, 0, "--by", "no swept field '" + o.by + "' (have: column, " + comma_join(fields) + ")");
   }
 
   // x values in point order; numeric axis when every value is a number.
@@ -168,11 +158,11 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
     if (by_column) {
       label = col;
     } else {
-      label = o.by + "=" + render(p.at(o.by));
+      label = o.by + "=" + value_label(p.at(o.by));
       if (has_columns) label = col + ", " + label;
     }
     for (const auto& f : fields)
-      if (f != o.x && (by_column || f != o.by) && p.contains(f)) label += (label.empty() ? "" : ", ") + f + "=" + render(p.at(f));
+      if (f != o.x && (by_column || f != o.by) && p.contains(f)) label += (label.empty() ? "" : ", ") + f + "=" + value_label(p.at(f));
     if (label.empty()) label = o.metric;
     const auto& m = r.at("metrics");
     if (!m.contains(o.metric)) continue;
@@ -210,11 +200,11 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
   if (numeric) {
     s += "set offsets graph 0.04, graph 0.04, 0, 0\n";
     s += "set xtics (";
-    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {:.17g}", i ? ", " : "", flat(render(xs[i])), xs[i].get<double>());
+    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {:.17g}", i ? ", " : "", flat(value_label(xs[i])), xs[i].get<double>());
     s += ")\n";
   } else {
     s += fmt::format("set xrange [-0.5:{}]\nset xtics (", static_cast<double>(xs.size()) - 0.5);
-    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", flat(render(xs[i])), i);
+    for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", flat(value_label(xs[i])), i);
     s += ")\n";
   }
   s += "plot ";

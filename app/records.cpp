@@ -117,12 +117,17 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   return all;
 }
 
-std::string metric_names_hint(const std::set<std::string>& metrics, const std::string& wanted) {
+std::vector<std::string> metric_names_near(const std::set<std::string>& metrics, const std::string& wanted) {
   std::vector<std::string> names;
   const auto dot = wanted.rfind('.');
   if (dot != std::string::npos)
     for (const std::string& m : metrics)
       if (m.compare(0, dot + 1, wanted, 0, dot + 1) == 0) names.push_back(m);
+  return names;
+}
+
+std::string metric_names_hint(const std::set<std::string>& metrics, const std::string& wanted) {
+  std::vector<std::string> names = metric_names_near(metrics, wanted);
   if (names.empty()) names.assign(metrics.begin(), metrics.end());
   constexpr std::size_t kShown = 40;
   std::string out;

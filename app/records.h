@@ -62,6 +62,10 @@ std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::j
 /// which would drop a column's runs from a table or draw them twice.
 std::vector<std::string> columns_in_order(const std::vector<nlohmann::json>& records);
 
+/// The names in `metrics` that share `wanted`'s prefix up to its last dot (vm.web.throughput for
+/// vm.web.throughptu: a slip in the last part is the likely one); none when it has no dot.
+std::vector<std::string> metric_names_near(const std::set<std::string>& metrics, const std::string& wanted);
+
 /// The metric names to offer for `wanted` (a name the records lack, or "" when none was given):
 /// those under its prefix (vm.web. for vm.web.throughptu) when there are any, else all, at most
 /// 40 with a count of the rest (a large sweep's records have thousands: the message was 20 KB).

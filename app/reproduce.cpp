@@ -18,6 +18,7 @@
 #include "app/runner.h"
 #include "app/statistics.h"
 #include "app/sweep_runner.h"
+#include "app/text.h"
 
 namespace vcpusim::app {
 
@@ -36,16 +37,7 @@ std::vector<std::string> list_reproductions() {
 
 namespace {
 
-std::string cell_op(const nlohmann::json& point, const std::string& field) {
-  const auto& v = point.at(field);
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-std::string join(const std::vector<std::string>& xs) {
-  std::string s;
-  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
+std::string cell_op(const nlohmann::json& point, const std::string& field) { return value_label(point.at(field)); }
 
 /// The rows of `r`'s table: the values (labels, for a labelled axis) its `rows:` field takes in
 /// the sweep, in sweep order, as a published cell's `row:` names them.
@@ -64,7 +56,7 @@ void check_column(const YamlReader& at, const std::string& column, const SweepPl
   if (std::find(plan.columns.begin(), plan.columns.end(), column) != plan.columns.end()) return;
   if (plan.columns == std::vector<std::string>{""})
     at.fail("'" + column + "' is not a column of the scenario (it has no columns:)");
-  at.fail("'" + column + "' is not a column of the scenario (columns: " + join(plan.columns) + ")");
+  at.fail("'" + column + "' is not a column of the scenario (columns: " + comma_join(plan.columns) + ")");
 }
 
 /// Every published cell names a row the sweep makes and a column the scenario has: a cell that
@@ -75,11 +67,11 @@ void check_published(const Reproduction& r, const YamlReader& pub) {
     const PublishedCell& p = r.published[i];
     const YamlReader c = pub.at(i);
     if (std::find(rows.begin(), rows.end(), p.row) == rows.end())
-      c.at("row").fail("'" + p.row + "' is not a row of the sweep field '" + r.rows + "' (rows: " + join(rows) + ")");
+      c.at("row").fail("'" + p.row + "' is not a row of the sweep field '" + r.rows + "' (rows: " + comma_join(rows) + ")");
     if (!p.column.empty()) check_column(c.at("column"), p.column, r.plan);
     else if (r.plan.columns != std::vector<std::string>{""})
       (c.has("column") ? c.at("column") : c)
-          .fail("the scenario has columns (" + join(r.plan.columns) + "): name the cell's column");
+          .fail("the scenario has columns (" + comma_join(r.plan.columns) + "): name the cell's column");
   }
 }
 
@@ -93,7 +85,7 @@ void check_baseline(const Reproduction& r, const YamlReader& root) {
     for (const PublishedCell& c : r.published)
       if (std::find(rows.begin(), rows.end(), c.row) == rows.end()) rows.push_back(c.row);
     if (std::find(rows.begin(), rows.end(), r.baseline_row) == rows.end())
-      b.at("row").fail("'" + r.baseline_row + "' is not a published row (rows: " + join(rows) + ")");
+      b.at("row").fail("'" + r.baseline_row + "' is not a published row (rows: " + comma_join(rows) + ")");
   }
   if (!r.baseline_column.empty()) check_column(b.at("column"), r.baseline_column, r.plan);
 }
@@ -130,13 +122,9 @@ SweepMetricNames sweep_metric_names(const Reproduction& r) {
 /// bm.cpu.throughptu: a slip in the last part is the likely one), or else every name.
 void check_metric_name(const YamlReader& at, const std::string& name, const std::set<std::string>& names) {
   if (names.count(name)) return;
-  const auto dot = name.rfind('.');
-  std::vector<std::string> near;
-  if (dot != std::string::npos)
-    for (const std::string& n : names)
-      if (n.compare(0, dot + 1, name, 0, dot + 1) == 0) near.push_back(n);
-  const std::string listed = near.empty() ? "the runs give: " + join(std::vector<std::string>(names.begin(), names.end()))
-                                          : "under " + name.substr(0, dot) + " the runs give: " + join(near);
+  const std::vector<std::string> near = metric_names_near(names, name);
+  const std::string listed = near.empty() ? "the runs give: " + comma_join(std::vector<std::string>(names.begin(), names.end()))
+                                          : "under " + name.substr(0, name.rfind('.')) + " the runs give: " + comma_join(near);
   at.fail("no run of the scenario gives metric '" + name + "' (" + listed + ")");
 }
 
@@ -155,7 +143,7 @@ void check_vm_metric_name(const YamlReader& at, const std::string& name, const s
             name + "): name a record metric in full");
   std::sort(suffixes.begin(), suffixes.end());
   at.fail("no VM of the scenario's runs gives metric '" + name + "' (a bare name stands for vm.VM." + name +
-          "; the VMs give: " + join(suffixes) + ")");
+          "; the VMs give: " + comma_join(suffixes) + ")");
 }
 
 /// The metric and the explain: names are names the runs give: checked before any run, since a

@@ -13,6 +13,7 @@
 #include "app/affinity.h"
 #include "app/scenario.h"
 #include "app/sweep.h"
+#include "app/text.h"
 #include "app/topology_loader.h"
 #include "guest/spinlock.h"
 #include "guest/workload.h"
@@ -26,13 +27,6 @@ namespace {
 constexpr std::uint32_t kMaxEntities = 1'000'000;
 /// The shortest compute phase of a `program` (1 us): every step is an event.
 constexpr double kMinComputeNs = 1e3;
-
-// "a, b, c": the names an "unknown ... (known: ...)" error lists.
-std::string comma_list(const std::vector<std::string_view>& names) {
-  std::string all;
-  for (auto n : names) all += (all.empty() ? "" : ", ") + std::string(n);
-  return all;
-}
 
 // Reads the keys a plug-in declared, from `r` (all other keys of r were checked by the caller).
 sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSpec>& specs) {
@@ -455,7 +449,7 @@ void read_cpuidle(const YamlReader& h, hv::CpuidleParams& p) {
   if (st.is_scalar()) {
     const auto table = hv::idle_state_table(st.as_string());
     if (!table)
-      st.fail("unknown idle-state table '" + st.as_string() + "' (known: " + comma_list(hv::idle_state_tables()) + ")");
+      st.fail("unknown idle-state table '" + st.as_string() + "' (known: " + comma_join(hv::idle_state_tables()) + ")");
     p.states = *table;
     return;
   }
@@ -500,7 +494,7 @@ void read_core_sched(const YamlReader& h, hv::CoreSchedParams& cs) {
   const auto preset = hv::core_sched_preset(variant);
   if (!preset)
     c.at("variant").fail("unknown core scheduling variant '" + variant +
-                         "' (known: " + comma_list(hv::core_sched_presets()) + ")");
+                         "' (known: " + comma_join(hv::core_sched_presets()) + ")");
   cs = *preset;
   const std::string cookies = c.get_enum("cookies", "per-vm", {"per-vm", "per-task", "none"});
   cs.cookies = cookies == "per-task" ? hv::CoreSchedParams::Cookies::kPerTask

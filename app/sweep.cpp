@@ -9,6 +9,7 @@
 #include <set>
 
 #include "app/scenario.h"
+#include "app/text.h"
 #include "app/topology_loader.h"
 #include "sim/rng.h"
 
@@ -599,7 +600,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   const auto same_setting = [](const nlohmann::json& label) {
     std::string key;
     for (const auto& [field, v] : label.items()) {
-      std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+      std::string text = value_label(v);
       const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
       if (unit && v.is_string()) {
         if (const auto ns = parse_duration(text)) text = std::to_string(*ns) + "ns";
@@ -695,7 +696,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
           bool found = false;
           for (const auto& lab : o->labels) found = found || lab.at(other) == val;
           if (!found)
-            ax.where[i].at("only").at(other).fail("'" + (val.is_string() ? val.get<std::string>() : val.dump()) +
+            ax.where[i].at("only").at(other).fail("'" + value_label(val) +
                                                   "' is not a value of the axis '" + other + "'");
         }
       }

@@ -11,6 +11,7 @@
 #include "app/compare.h"
 #include "app/config_error.h"
 #include "app/statistics.h"
+#include "app/text.h"
 
 namespace vcpusim::app {
 namespace {
@@ -92,6 +93,22 @@ TEST(Compare, GroupsByColumnAndOperationWithTheBaselineFirst) {
   EXPECT_EQ(g.columns, (std::vector<std::string>{"new-B", "base-A"}));
   EXPECT_EQ(g.ops, (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(g.samples.at({"base-A", "1"}).size(), 3u);
+}
+
+// Values that differ past %g's six digits are two points: they were one row, their samples
+// pooled (a stddev made of two settings). 2.0 and 2 print alike, as the sweep takes them.
+TEST(Compare, FloatValuesThatDifferInTheSeventhDigitAreTwoRows) {
+  std::vector<nlohmann::json> r;
+  const double values[] = {0.1234561, 0.1234562};
+  for (int op = 0; op < 2; ++op)
+    for (int rep = 0; rep < 2; ++rep)
+      r.push_back({{"scenario", "floats"}, {"column", nullptr}, {"column_index", 0}, {"point", {{"x.cv", values[op]}}},
+                   {"point_index", op}, {"repetition", rep}, {"metrics", {{"vm.x.throughput", 100.0 * (op + 1)}}}});
+  const Grouped g = group_records(r, CompareOptions{});
+  EXPECT_EQ(g.ops, (std::vector<std::string>{"0.1234561", "0.1234562"}));
+  EXPECT_EQ(g.samples.at({"", "0.1234561"}), (std::vector<double>{100, 100}));
+  EXPECT_EQ(value_label(nlohmann::json(2.0)), "2");
+  EXPECT_EQ(value_label(nlohmann::json(2.5e-9)), "2.5e-09");
 }
 
 TEST(Compare, UnknownNamesAreConfigErrors) {

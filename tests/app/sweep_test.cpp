@@ -432,6 +432,10 @@ TEST(Sweep, AValueGivenTwiceIsRefused) {
   EXPECT_NE(plan_error_of("sweep:\n  vms.a.memory.size: [1GiB, 1024MiB]\n").find("this value is given twice"),
             std::string::npos);
   EXPECT_EQ(plan_error_of("sweep:\n  duration: [1s, 100ms]\n"), "no error");
+  // 2 and 2.0 are one row of a compare table; 0.1234561 and 0.1234562 are two.
+  EXPECT_NE(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [1, 1.0]\n").find("this value is given twice"),
+            std::string::npos);
+  EXPECT_EQ(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [0.1234561, 0.1234562]\n"), "no error");
 }
 
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
