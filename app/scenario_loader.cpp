@@ -560,12 +560,23 @@ void read_sched_gran(const YamlReader& h, const topo::Topology& t, hv::HostSpec&
 // (cpupool_domain_master_cpumask): each unit's vCPUs must share one in their hard affinities.
 void check_unit_affinity(const YamlReader& r, const GroupSpec& g, const topo::Topology& t) {
   const std::uint32_t gran = t.threads_per_core();
+  topo::CpuSet masters;
+  for (topo::ThreadId c = 0; c < t.num_threads(); ++c)
+    if (t.smt_mask(c).first() == c) masters.set(c);
   for (const hv::DomainSpec& d : g.instances)
     for (std::uint32_t first = 0; first < d.vcpus; first += gran) {
-      topo::CpuSet m;
-      for (topo::ThreadId c = 0; c < t.num_threads(); ++c)
-        if (t.smt_mask(c).first() == c) m.set(c);
-      for (std::uint32_t i = first; i < std::min(d.vcpus, first + gran); ++i) m &= d.hard[i];
+      const std::uint32_t last = std::min(d.vcpus, first + gran) - 1;
+      // Xen keeps one affinity per unit: each vCPU's setting replaces it (sched_set_affinity()
+      // on v->sched_unit), so libxl's per-vCPU calls leave the last vCPU's. Differing masks
+      // would run the unit on none of what the earlier vCPUs asked for.
+      for (std::uint32_t i = first + 1; i <= last; ++i)
+        if ((d.hard[i] & masters) != (d.hard[first] & masters) || (d.soft[i] & masters) != (d.soft[first] & masters))
+          (r.has("affinity") ? r.at("affinity") : r)
+              .fail("at core_scheduling: core, vCPUs " + std::to_string(first) + "-" + std::to_string(last) + " of " +
+                    d.name + " form one unit, which Xen gives one affinity (each vCPU's setting replaces the unit's, "
+                    "so the last one set wins); vCPUs " + std::to_string(first) + " and " + std::to_string(i) +
+                    " differ at the cores' first threads, where Xen reads it");
+      topo::CpuSet m = masters & d.hard[first];
       if (m.empty())
         (r.has("affinity") ? r.at("affinity") : r)
             .fail("at core_scheduling: core, vCPUs " + std::to_string(first) + "-" +
@@ -716,9 +727,16 @@ ScenarioSpec load_scenario(const YamlReader& root) {
         if (s.policy != "credit2")
           list.at(i).at("cap").fail("a cap is a credit2 setting (xl sched-credit2 -c); the " + s.policy +
                                     " policy has none (CFS bandwidth control is not modelled)");
-        if (g.cap_pct > 100 * g.vcpus)  // Xen refuses it: sched_credit2.c, csched2_dom_cntl
-          list.at(i).at("cap").fail(std::to_string(g.cap_pct) + " is above 100 x its " + std::to_string(g.vcpus) +
-                                    " vCPUs, which Xen refuses");
+        // Xen refuses it: "Cap is only valid if it's below 100 * nr_of_units" (credit2.c,
+        // csched2_dom_cntl); at sched-gran=core a unit is a core's worth of vCPUs, and a larger
+        // cap was clamped to the units' whole cores and ran uncapped.
+        const std::uint32_t per_unit = s.host.sched_gran.core ? topology.threads_per_core() : 1;
+        const std::uint32_t nr_units = (g.vcpus + per_unit - 1) / per_unit;
+        if (g.cap_pct > 100 * nr_units)
+          list.at(i).at("cap").fail(std::to_string(g.cap_pct) + " is above 100 x its " +
+                                    (per_unit > 1 ? std::to_string(nr_units) + " scheduling units (sched-gran=core)"
+                                                  : std::to_string(g.vcpus) + " vCPUs") +
+                                    ", which Xen refuses");
       }
       if (list.at(i).has("weight") && s.policy == "rr")
         list.at(i).at("weight").fail("the rr policy has no weights (use credit2 or cfs)");

@@ -148,14 +148,18 @@ void Host::switch_out(PcpuId p, VcpuId prev) {
 
 // The exit latency of the idle state p leaves to run an entity (cpuidle.h): the state menu chose
 // when p went idle, from the idle periods before this one, which it then records. 0 when p was
-// not idle (a switch from one entity to the next) or has no idle states.
+// not idle (a switch from one entity to the next) or has no idle states. A thread idle inside a
+// running Xen unit halted instead (the shallowest state, C1) and the governor neither chose nor
+// learns it: Xen's sched_guest_idle() raises the CPU's urgent count so that it can join the
+// next rendezvous quickly, and acpi_processor_idle() / mwait_idle() then skip the governor and
+// safe_halt() (xen/common/sched/core.c, xen/arch/x86/acpi/cpu_idle.c, cpu/mwait-idle.c).
 sim::Duration Host::idle_exit(PcpuId p, VcpuId next) {
   const Pcpu& pc = pcpus_[p];
   if (!spec_.cpuidle.enabled() || pc.idle_since >= now_) return 0;
   MenuGovernor& gov = menu_[p];
-  const IdleState& state = spec_.cpuidle.states[gov.select(spec_.cpuidle.states)];
+  const IdleState& state = spec_.cpuidle.states[pc.halt_idle ? 0 : gov.select(spec_.cpuidle.states)];
   const sim::Duration exit = state.exit_latency;
-  gov.record(now_ - pc.idle_since, exit);
+  if (!pc.halt_idle) gov.record(now_ - pc.idle_since, exit);
   if (now_ >= spec_.warmup) {
     ++idle_stats_.exits;
     idle_stats_.exit_ns += exit;
@@ -169,6 +173,7 @@ void Host::switch_in(PcpuId p, VcpuId next) {
   const sim::Duration entry = spec_.exec.context_switch + idle_exit(p, next);
   fold_smt_shared(p);
   Pcpu& pc = pcpus_[p];
+  pc.halt_idle = false;
   Vcpu& v = vcpus_[next];
   pc.curr = next;
   pc.busy_since = now_;

@@ -91,6 +91,9 @@ struct Pcpu {
   sim::Duration busy = 0;           ///< time an entity occupied it
   sim::Time busy_since = 0;
   sim::Time idle_since = 0;         ///< when it last became idle (cpuidle.h)
+  /// Idle inside a running Xen unit (sched_unit.cpp): it halts (C1) instead of asking the
+  /// governor, as Xen's sched_guest_idle() arranges.
+  bool halt_idle = false;
   sim::Time smt_mark = 0;           ///< since when its entity's SMT-shared time is folded (Host::fold_smt_shared)
   std::uint64_t switches = 0;       ///< context switches it performed
   // Core scheduling (core_sched.cpp): forced idle = idle by the core-wide pick although the

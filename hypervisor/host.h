@@ -284,6 +284,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void unit_halt(VcpuId v);
   void unit_run_vcpu(PcpuId t, VcpuId v);
   void unit_idle_begin(PcpuId t, DomainId d);
+  void unit_halt_end(PcpuId t);
   void unit_idle_end(PcpuId t);
   PcpuId unit_thread(PcpuId m, std::size_t slot) const { return topo_.smt_list(m)[slot]; }
   void set_runstate(Vcpu& v, Runstate s);

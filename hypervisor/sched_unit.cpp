@@ -172,10 +172,20 @@ void Host::check_units(PcpuId m) const {
 
 void Host::unit_idle_begin(PcpuId t, DomainId d) {
   Pcpu& pc = pcpus_[t];
+  pc.halt_idle = true;  // in a running unit: it halts (idle_exit)
   if (pc.forced_idle) return;
   pc.forced_idle = true;
   pc.fi_since = now_;
   pc.fi_domain = d;
+}
+
+// Thread t is idle and its core's unit leaves: the rendezvous IPI ends its halt, and it enters
+// the idle loop anew, where the governor chooses (Xen's idle_loop, no urgent count).
+void Host::unit_halt_end(PcpuId t) {
+  Pcpu& pc = pcpus_[t];
+  if (!pc.halt_idle) return;
+  pc.halt_idle = false;
+  pc.idle_since = now_;
 }
 
 void Host::unit_idle_end(PcpuId t) {
@@ -222,6 +232,8 @@ void Host::unit_commit(PcpuId m, UnitId prev, const Pick& pick) {
         if (trace_) trace_->instant("preempt", w, threads[i], now_);
         unit_preempted_.push_back(w);
       }
+      if (next == kIdle)
+        for (PcpuId t : threads) unit_halt_end(t);
       units_->set_state(prev, Runstate::kRunnable);
       units_->set_running(prev, kNoPcpu);
       policy_->put_prev(m, prev, now_);
@@ -339,7 +351,10 @@ void Host::unit_halt(VcpuId id) {
     // The unit blocks: the policy learns it as Xen's csched2_schedule finds it not runnable.
     units_->set_state(u, Runstate::kBlocked);
     policy_->sleep(u, now_);
-    for (PcpuId s : topo_.smt_list(m)) unit_idle_end(s);
+    for (PcpuId s : topo_.smt_list(m)) {
+      unit_idle_end(s);
+      unit_halt_end(s);
+    }
     units_->set_running(u, kNoPcpu);
     policy_->put_prev(m, u, now_);
   }

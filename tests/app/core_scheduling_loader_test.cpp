@@ -175,6 +175,14 @@ TEST(CoreSchedulingLoader, CoreBadValuesNameTheirLineAndField) {
       // desktop-4c8t: thread 4 is core 0's second thread; a unit's affinity is read at first threads.
       {scenario("  core_scheduling: core\n", "desktop-4c8t", ", affinity: {hard: 'cpus:[4-7]'}"), "t.yaml:6:",
        "share no core's first thread"},
+      // Xen keeps one affinity per unit, the last vCPU's: pinning vCPU 0 to core 0 and vCPU 1 to
+      // core 1 ran the unit where the two masks meet (nowhere, refused) or, in Xen, on core 1.
+      {scenario("  core_scheduling: core\n", "desktop-4c8t",
+                ", affinity: {per_vcpu: [{hard: 'cpus:[0-1]'}, {hard: 'cpus:[1-2]'}]}"),
+       "t.yaml:6:", "vCPUs 0-1 of a form one unit, which Xen gives one affinity"},
+      {scenario("  core_scheduling: core\n", "desktop-4c8t",
+                ", affinity: {per_vcpu: [{soft: 'cpus:[0]'}, {soft: 'cpus:[1]'}]}"),
+       "t.yaml:6:", "vCPUs 0 and 1 differ at the cores' first threads"},
   };
   for (const Case& c : cases) {
     const std::string e = error_of(c.text);
@@ -183,6 +191,9 @@ TEST(CoreSchedulingLoader, CoreBadValuesNameTheirLineAndField) {
   }
   // A master thread names its whole core: pinning to thread 0 is a unit on core 0.
   EXPECT_NO_THROW(load(scenario("  core_scheduling: core\n", "desktop-4c8t", ", affinity: {hard: 'cpus:[0]'}")));
+  // The same core named by either thread is the same unit affinity.
+  EXPECT_NO_THROW(load(scenario("  core_scheduling: core\n", "desktop-4c8t",
+                                ", affinity: {per_vcpu: [{hard: 'cpus:[0]'}, {hard: 'cpus:[0,4]'}]}")));
 }
 
 // Keys after an `affinity: {hard: ...}` are read: a reader assignment once overwrote the VM's

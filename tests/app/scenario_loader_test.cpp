@@ -533,7 +533,8 @@ TEST(ScenarioLoader, WorkloadThreadsHaveTheEntityCap) {
 }
 
 // A cap under rr or cfs, or a weight under rr, ran as if not given (exit 0, uncapped figures);
-// a cap above 100 x vCPUs, which Xen refuses (csched2_dom_cntl: -EINVAL), was clamped.
+// a cap above 100 x vCPUs (units at sched-gran=core), which Xen refuses (csched2_dom_cntl:
+// -EINVAL), was clamped.
 TEST(ScenarioLoader, CapsAndWeightsOnlyWhereThePolicyHasThem) {
   const auto vm = [](const std::string& policy, const std::string& extra) {
     return "topology: desktop-4c8t\nhost: {scheduler: {policy: " + policy + "}}\nvms:\n  - {name: a, vcpus: 2, " + extra +
@@ -548,6 +549,15 @@ TEST(ScenarioLoader, CapsAndWeightsOnlyWhereThePolicyHasThem) {
   EXPECT_EQ(test::error_of(vm("credit2", "cap: 201")), "t.yaml:4:30: vms[0].cap: 201 is above 100 x its 2 vCPUs, which Xen refuses");
   EXPECT_EQ(test::error_of(vm("credit2", "cap: 200")), "no error");
   EXPECT_EQ(test::error_of(vm("cfs", "weight: 512")), "no error");
+  // At sched-gran=core the limit is 100 x units ("Cap is only valid if it's below 100 *
+  // nr_of_units"): 3 vCPUs are 2 units on 2-thread cores, and a cap of 250 ran uncapped.
+  const auto unit_vm = [](const std::string& cap) {
+    return "topology: desktop-4c8t\nhost: {scheduler: {policy: credit2}, core_scheduling: core}\nvms:\n"
+           "  - {name: a, vcpus: 3, cap: " + cap + ", workload: {kind: sysbench-cpu}}\n";
+  };
+  EXPECT_EQ(test::error_of(unit_vm("250")),
+            "t.yaml:4:30: vms[0].cap: 250 is above 100 x its 2 scheduling units (sched-gran=core), which Xen refuses");
+  EXPECT_EQ(test::error_of(unit_vm("200")), "no error");
 }
 
 // A workload key for another variant of the workload ran as if absent: sysbench 1.0 has no

@@ -217,6 +217,34 @@ TEST(SchedUnit, EveryCoreDecisionCostsTheRendezvous) {
   EXPECT_NEAR(lost, 20e3 * static_cast<double>(n1), 0.1 * 20e3 * static_cast<double>(n1));
 }
 
+// A thread idle inside a running unit halts: Xen's sched_guest_idle() keeps deep C-states away
+// so that the thread joins the next rendezvous quickly. vCPU 1 of a unit whose vCPU 0 hogs the
+// core takes a 10 us job every 2 ms. Without units the governor learns the 2 ms pattern and its
+// thread sleeps in C6 (50 us exits); in the unit every wake-up leaves C1 (3 us).
+TEST(SchedUnit, AThreadIdleInARunningUnitHaltsInsteadOfDeepSleep) {
+  for (bool core : {false, true}) {
+    hv::HostSpec spec = core ? units() : hv::HostSpec{};
+    spec.cpuidle.states = {{"C1", sim::us(3), sim::us(6)}, {"C6", sim::us(50), sim::us(400)}};
+    TestHost h(test::one_core_ht(), spec, 1, "credit2");
+    auto a = h.add_fake(test::vm("a", 2));
+    h.start();
+    h.fake().set_plan(a.vcpus[0], FakeGuest::hog());
+    h.fake().kick(a.vcpus[0]);
+    for (int i = 1; i <= 30; ++i) {
+      h.run_until(sim::ms(2) * i);
+      h.fake().set_plan(a.vcpus[1], FakeGuest::job(10e3, 1));
+      h.fake().kick(a.vcpus[1]);
+    }
+    h.run_until(sim::ms(62));
+    ASSERT_GE(h.fake().completions(a.vcpus[1]), 30u);
+    const hv::CpuidleStats st = h.host().cpuidle_stats();
+    ASSERT_GE(st.exits, 30u);
+    if (core) EXPECT_EQ(st.exit_ns, static_cast<sim::Duration>(st.exits) * sim::us(3)) << "every exit from C1";
+    else EXPECT_GT(st.exit_ns, static_cast<sim::Duration>(st.exits) * sim::us(25)) << "menu learnt C6";
+    h.host().check_conservation();
+  }
+}
+
 // A run with units is a pure function of its inputs: the same seed twice gives the same
 // accounting for every vCPU, to the nanosecond.
 std::vector<std::int64_t> unit_run_figures(std::uint64_t seed) {
