@@ -29,6 +29,8 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
   if (!in) return out;
   std::string line;
   int lineno = 0;
+  std::string first_fields;  // the swept fields of the file's first record, and its line
+  int first_line = 0;
   while (std::getline(in, line)) {
     ++lineno;
     const bool complete = !in.eof();  // getline hit a '\n'
@@ -55,6 +57,26 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     for (const char* k : {"column_index", "point_index"})
       if (r.contains(k) && !r.at(k).is_number_unsigned())
         throw ConfigError(path, lineno, 1, k, r.at(k).dump() + " is not an index");
+    // Names the commands print and compare: a number there ended compare, plot and merge with
+    // "type must be string" (exit 1, no file or line).
+    for (const char* k : {"scenario", "scenario_hash", "vcpusim_build"})
+      if (r.contains(k) && !r.at(k).is_string()) throw ConfigError(path, lineno, 1, k, r.at(k).dump() + " is not a string");
+    // Every point of one sweep names the same swept fields (each axis gives each of its values
+    // all its fields): a point without the field a table is by ended compare and plot with
+    // "key not found", and a point that is not an object ended plot.
+    const nlohmann::json& point = r.at("point");
+    if (!point.is_object())
+      throw ConfigError(path, lineno, 1, "point", point.dump() + " is not an object of swept fields");
+    std::string fields;
+    for (const auto& [f, v] : point.items()) fields += (fields.empty() ? "" : ", ") + f;
+    if (first_line == 0) {
+      first_fields = fields;
+      first_line = lineno;
+    } else if (fields != first_fields) {
+      throw ConfigError(path, lineno, 1, "point",
+                        "swept fields (" + fields + ") differ from line " + std::to_string(first_line) + "'s (" +
+                            first_fields + "): one sweep's points all name the same fields");
+    }
   }
   return out;
 }
@@ -170,12 +192,24 @@ std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::j
 
 RecordWriter::RecordWriter(const std::string& path) {
   if (std::filesystem::exists(path)) {
-    // Cut a torn last line (no trailing newline) so appends start on a fresh line.
+    // A last line without its newline: a record torn by a killed run is cut, so that appends
+    // start on a fresh line; a complete one (a file edited or copied without its final newline)
+    // gets the newline. read_records() counts the latter as done, so cutting it lost a finished
+    // run while the resume said "0 left".
     std::ifstream in(path, std::ios::binary);
     std::string all((std::istreambuf_iterator<char>(in)), {});
+    in.close();
     if (!all.empty() && all.back() != '\n') {
       const auto nl = all.rfind('\n');
-      std::filesystem::resize_file(path, nl == std::string::npos ? 0 : nl + 1);
+      const std::size_t from = nl == std::string::npos ? 0 : nl + 1;
+      bool complete = false;
+      try {
+        key_of(nlohmann::json::parse(all.substr(from)));
+        complete = true;
+      } catch (const std::exception&) {
+      }
+      if (complete) std::ofstream(path, std::ios::app | std::ios::binary) << '\n';
+      else std::filesystem::resize_file(path, from);
     }
   }
   out_.open(path, std::ios::app);

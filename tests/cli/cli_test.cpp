@@ -1078,6 +1078,52 @@ TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
   EXPECT_NE(rep.output.find("repetition: -1 is not a repetition number"), std::string::npos) << rep.output;
 }
 
+// Record fields of the wrong shape ended compare, plot and merge with a JSON error (exit 1, no
+// file or line): a number as scenario_hash, a point that is no object or lacks the swept field.
+TEST(CliShard, RecordsWhoseNamesOrPointHaveTheWrongShapeAreRefused) {
+  const std::string f = write_temp("sh.yaml", kSweep), a = fresh_dir("sh-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 2").status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  const std::string recs((std::istreambuf_iterator<char>(in)), {});
+  const auto second_line = recs.find('\n') + 1;
+  const auto edit = [&](const std::string& from, const std::string& to, std::size_t after = 0) {
+    std::string r = recs;
+    const auto at = r.find(from, after);
+    EXPECT_NE(at, std::string::npos) << from << " in " << r;
+    if (at != std::string::npos) r.replace(at, from.size(), to);
+    return write_temp("sh-" + std::to_string(after) + to.substr(1, 5) + ".jsonl", r);
+  };
+  const std::string point = recs.substr(recs.find("\"point\":"), recs.find('}', recs.find("\"point\":")) + 1 - recs.find("\"point\":"));
+  const struct {
+    std::string file, message;
+  } cases[] = {
+      {edit("\"scenario_hash\":\"", "\"scenario_hash\":5,\"x\":\""), ".jsonl:1:1: scenario_hash: 5 is not a string"},
+      {edit(point, "\"point\":\"x\""), ".jsonl:1:1: point: \"x\" is not an object of swept fields"},
+      {edit(point, "\"point\":{}", second_line), ".jsonl:2:1: point: swept fields () differ from line 1's (vms.web.count)"},
+  };
+  for (const auto& c : cases)
+    for (const char* cmd : {"compare ", "plot --x vms.web.count --y vm.web.throughput --out sh.png "}) {
+      const Outcome o = run(cmd + c.file);
+      EXPECT_EQ(o.status, 2) << cmd << o.output;
+      EXPECT_NE(o.output.find(c.message), std::string::npos) << cmd << o.output;
+    }
+}
+
+// A copied or edited records file whose complete last record lacks its newline: the resume
+// counted that record as done and then cut it as torn, so one run was lost ("0 left").
+TEST(CliSweep, ACompleteLastRecordWithoutItsNewlineIsKeptOnResume) {
+  const std::string f = write_temp("nl.yaml", kSweep), full = fresh_dir("nl-full"), cut = fresh_dir("nl-cut");
+  ASSERT_EQ(run("sweep " + f + " --out " + full).status, 0);
+  ASSERT_EQ(run("sweep " + f + " --out " + cut + " --max-records 5").status, 0);
+  const std::string path = cut + "/records.jsonl";
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
+  const Outcome o = run("sweep " + f + " --out " + cut);
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("7 records written, 5 already present"), std::string::npos) << o.output;
+  EXPECT_EQ(count_lines(path), 12u);
+  EXPECT_EQ(canonical_records(cut), canonical_records(full));
+}
+
 // compare and plot placed columns by column_index: a record of noHT carrying HT's index hid one
 // of the two columns from the table, and a string index ended compare with a JSON type error.
 TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
