@@ -52,6 +52,8 @@ std::string describe_param(const sim::ParamSpec& q) {
     for (const auto& v : q.only_with_values) values += (values.empty() ? "" : " | ") + v;
     s += " (only with " + q.only_with + ": " + values + ")";
   }
+  if (q.bytes) s += " (bytes; units as 16KiB)";
+  if (!q.above.empty()) s += " (above " + q.above + ")";
   if (q.kind == sim::ParamSpec::Kind::kChoice && !q.choices.empty()) {
     std::string names;
     for (const auto& c : q.choices) names += (names.empty() ? "" : " | ") + c;

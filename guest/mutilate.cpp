@@ -14,8 +14,8 @@ std::vector<ParamSpec> Mutilate::param_specs() {
        "mutilate -T client threads, one connection each, depth 1 (mmtests: 1..NUMCPUS)"},
       {"server_threads", ParamSpec::Kind::kInt, static_cast<double>(d.server_threads), 1, 1024, {},
        "memcached -t worker threads (memcached's default 4, which mmtests keeps)"},
-      {"value_size", ParamSpec::Kind::kInt, d.value_bytes, 1, 1 << 30, {},
-       "bytes per GET value (mmtests: mutilate -V 16384)"},
+      ParamSpec{"value_size", ParamSpec::Kind::kInt, d.value_bytes, 1, 1 << 30, {},
+                "bytes per GET value (mmtests: mutilate -V 16384)"}.in_bytes(),
       {"client_time", ParamSpec::Kind::kDuration, d.client_ns, 100, 1e9, {},
        "client CPU per request without the value copy [E]: a write and a read syscall in libevent"},
       {"server_time", ParamSpec::Kind::kDuration, d.server_ns, 100, 1e9, {},
@@ -24,9 +24,9 @@ std::vector<ParamSpec> Mutilate::param_specs() {
        "GB/s of one core copying the value into or out of a socket [E] (README: ~10 GB/s refill)"},
       {"mem_intensity", ParamSpec::Kind::kDouble, d.mem_intensity, 0.0, 1.0, {},
        "memory-stall share (note 3: moderate, hash table plus slabs) [E]"},
-      {"cache_footprint", ParamSpec::Kind::kInt, d.footprint_bytes, 1024, 1 << 30, {},
-       "bytes a thread touches between sleeps, refilled after a move to another core [E]: a 16 KiB "
-       "value copied (source and destination) plus ~32 KiB of kernel, libevent code and stack"},
+      ParamSpec{"cache_footprint", ParamSpec::Kind::kInt, d.footprint_bytes, 1024, 1 << 30, {},
+                "bytes a thread touches between sleeps, refilled after a move to another core [E]: a 16 KiB "
+                "value copied (source and destination) plus ~32 KiB of kernel, libevent code and stack"}.in_bytes(),
   };
 }
 

@@ -66,8 +66,8 @@ std::vector<LockSpec> SysbenchMemory::locks() const {
 std::vector<ParamSpec> SysbenchMemory::param_specs() {
   return {
       {"threads", ParamSpec::Kind::kInt, 1, 1, 4096, {}, "--threads (sysbench default 1)"},
-      {"block_size", ParamSpec::Kind::kInt, 1024.0 * 1024.0, 1024, 1 << 30, {},
-       "--memory-block-size in bytes (1 MiB: the DRAM-bandwidth configuration)"},
+      ParamSpec{"block_size", ParamSpec::Kind::kInt, 1024.0 * 1024.0, 1024, 1 << 30, {},
+                "--memory-block-size in bytes (1 MiB: the DRAM-bandwidth configuration)"}.in_bytes(),
       {"thread_bandwidth", ParamSpec::Kind::kDouble, 6000, 1, 1e6, {},
        "MiB/s one thread writes alone on an idle machine with local memory [E]: Nehalem-EP "
        "single-thread sequential write; the per-study calibration constant"},

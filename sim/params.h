@@ -25,6 +25,11 @@ struct ParamSpec {
   /// refuses it rather than run as if it were not there. Empty: the key always acts.
   std::string only_with;
   std::vector<std::string> only_with_values;
+  /// Set where the value must exceed another key's of the same plug-in (given or default), as
+  /// the kernel keeps a per-CPU page list's high mark above its batch.
+  std::string above;
+  /// A count of bytes: the scenario may give it with a unit (16KiB), as other sizes.
+  bool bytes = false;
 
   ParamSpec() = default;
   ParamSpec(std::string n, Kind k, double d, double low, double high, std::vector<std::string> c, std::string h)
@@ -33,6 +38,16 @@ struct ParamSpec {
   ParamSpec acting_only_with(std::string key, std::vector<std::string> values) && {
     only_with = std::move(key);
     only_with_values = std::move(values);
+    return std::move(*this);
+  }
+  /// This spec, whose value must be greater than key `key`'s.
+  ParamSpec greater_than(std::string key) && {
+    above = std::move(key);
+    return std::move(*this);
+  }
+  /// This spec, a size in bytes that takes units.
+  ParamSpec in_bytes() && {
+    bytes = true;
     return std::move(*this);
   }
 };

@@ -586,6 +586,41 @@ TEST(ScenarioLoader, WorkloadKeysOfAnotherVariantAreRefused) {
   // hammerdb's latches default to adaptive, so its spin bound acts without `lock:`.
   EXPECT_EQ(test::error_of(vm("kind: hammerdb, spin_wait: 100")), "no error");
   EXPECT_NE(test::error_of(vm("kind: dbench, spin_wait: 100")).find("acts only with lock: adaptive"), std::string::npos);
+  // On bare metal no hypervisor kicks a halted PV waiter: host tasks halted, 97k times a second.
+  const auto bm = [](const std::string& workload) {
+    return "topology: desktop-4c8t\nbaremetal:\n  - {name: b, workload: {" + workload + "}}\n";
+  };
+  EXPECT_EQ(test::error_of(bm("kind: ebizzy, threads: 4, lock: pvticket")),
+            "t.yaml:3:58: baremetal[0].workload.lock: pvticket needs a hypervisor to kick its halted waiters; bare-metal "
+            "Linux runs the native ticket lock (use lock: ticket)");
+  EXPECT_NE(test::error_of(bm("kind: hammerdb, lock: pvticket")).find("pvticket needs a hypervisor"), std::string::npos);
+  EXPECT_EQ(test::error_of(bm("kind: ebizzy, threads: 4, lock: ticket")), "no error");
+}
+
+// Pairs the model bent silently: a per-CPU page list high mark at or below its batch was raised
+// to batch + 1, and a top pad as large as the chunk was cut (exit 0 both).
+TEST(ScenarioLoader, KeysThatMustExceedAnotherAreCheckedAgainstIt) {
+  const auto vm = [](const std::string& workload) {
+    return "topology: desktop-4c8t\nvms:\n  - {name: a, vcpus: 2, workload: {kind: ebizzy, kernel: arena-trim, " +
+           workload + "}}\n";
+  };
+  EXPECT_EQ(test::error_of(vm("pcp_batch: 4096, pcp_high: 2")),
+            "t.yaml:3:97: vms[0].workload.pcp_high: 2 is not above pcp_batch (4096)");
+  EXPECT_EQ(test::error_of(vm("pcp_batch: 200")),
+            "t.yaml:3:81: vms[0].workload.pcp_batch: pcp_high (186, the default) must be above it");
+  EXPECT_NE(test::error_of(vm("top_pad_pages: 128")).find("top_pad_pages: chunk_pages (128, the default) must be above it"),
+            std::string::npos);
+  EXPECT_EQ(test::error_of(vm("pcp_batch: 4096, pcp_high: 4097, chunk_pages: 64, top_pad_pages: 63")), "no error");
+}
+
+// Sizes take units wherever they are sizes: cache_footprint refused 64KiB ("expected an
+// integer") while value_size took 16KiB.
+TEST(ScenarioLoader, EveryByteCountTakesUnits) {
+  const ScenarioSpec s = test::load(
+      "topology: desktop-4c8t\nvms:\n  - {name: a, vcpus: 2, workload: {kind: mutilate, cache_footprint: 64KiB, "
+      "value_size: 16KiB}}\n");
+  EXPECT_EQ(s.groups[0].workload.params.get("cache_footprint", 0), 65536.0);
+  EXPECT_EQ(s.groups[0].workload.params.get("value_size", 0), 16384.0);
 }
 
 // The cap was checked after every group was built (seconds for a million), at 1:1 with no field.
