@@ -52,6 +52,13 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
       kept.emplace(k, std::move(r));
     }
   }
+  // Nothing to merge (shards that ran no task, empty files): it wrote an empty records.jsonl
+  // and reported "0 of 0 tasks missing", exit 0, where compare on the same input is exit 2.
+  if (kept.empty()) {
+    std::string paths;
+    for (const std::string& in : all_inputs) paths += (paths.empty() ? "" : ", ") + records_file_of(in);
+    throw ConfigError(paths, 0, 0, "", "no records to merge (empty files, shards that ran no task, or only torn last lines)");
+  }
   for (std::size_t i = 0; i < rep.tasks_total; ++i)
     if (!seen_tasks.count(i)) rep.missing.push_back(i);
   std::vector<nlohmann::json> out;

@@ -275,7 +275,10 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
                      bool allow_cookie = false) {
   std::vector<std::string> keys{"name", "count", "affinity", "memory", "workload"};
   if (!bare_metal) keys = {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload"};
-  if (allow_cookie) keys.emplace_back("cookie");  // only with host.core_scheduling: cookie
+  if (allow_cookie) keys.emplace_back("cookie");
+  // Named for what it needs: "unknown key" for cookie: 5 and "out of range" for cookie: -1
+  // gave two reasons for one mistake.
+  else if (r.has("cookie")) r.at("cookie").fail("a cookie needs host.core_scheduling: cookie (core scheduling's tags)");
   only_keys(r, keys);
   GroupSpec g;
   g.bare_metal = bare_metal;
@@ -732,10 +735,10 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     list.require_sequence();
     for (std::size_t i = 0; i < list.size(); ++i) {
       // (A YamlReader assignment in read_group once overwrote this node; yaml_reader.h.)
-      cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       // Xen-like hosts (credit2, and rr after credit1) run libxl's placement; cfs is a KVM host.
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
                                s.policy != "cfs", s.host.core_sched.enabled);
+      cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
       // Settings the host's policy has no use for ran as if not given (a cap under cfs gave the
       // uncapped figures, exit 0).

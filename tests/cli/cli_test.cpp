@@ -1227,6 +1227,17 @@ TEST(CliShard, MergeKeepsOrRefusesTheRecordsAlreadyInItsOutput) {
 
 // --shard '' was read as no --shard and ran the whole sweep, as --max-records 0 did (0 is the
 // runner's "no limit", which leaving the flag out says): both are exit 2 before any run.
+// A shard past the sweep's 12 runs runs nothing; merging only it wrote an empty records.jsonl
+// and said "0 of 0 tasks missing", exit 0, where compare of the same is exit 2.
+TEST(CliShard, MergeOfShardsThatRanNothingIsRefused) {
+  const std::string f = write_temp("shard-none.yaml", kSweep), d = fresh_dir("shard-none"), m = fresh_dir("shard-none-m");
+  ASSERT_EQ(run("sweep " + f + " --out " + d + " --shard 13/13").status, 0);
+  const Outcome o = run("merge " + d + " --out " + m);
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("no records to merge"), std::string::npos) << o.output;
+  EXPECT_FALSE(std::filesystem::exists(m + "/records.jsonl"));
+}
+
 TEST(CliShard, EmptyShardAndZeroMaxRecordsAreRefused) {
   const std::string f = write_temp("shard-empty.yaml", kSweep);
   const struct {
