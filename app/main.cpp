@@ -29,6 +29,7 @@
 #include "app/reproduce.h"
 #include "app/sweep.h"
 #include "app/sweep_runner.h"
+#include "app/text.h"
 #include "app/config_error.h"
 #include "app/report.h"
 #include "app/runner.h"
@@ -206,6 +207,13 @@ CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
 // then read as not given (it wrote nothing, rc 0).
 const CLI::Validator kNonEmpty(
     [](const std::string& v) -> std::string { return v.empty() ? std::string("is empty") : std::string(); }, "NONEMPTY");
+// A figure title with a control character made an SVG that no XML parser reads.
+const CLI::Validator kPrintable(
+    [](const std::string& v) -> std::string {
+      return app::has_control_character(v) ? std::string("holds a control character; a title is one printable line")
+                                           : std::string();
+    },
+    "PRINTABLE");
 
 // The command line's work; main() adds the check of standard output.
 int run_command_line(int argc, char** argv) {
@@ -329,7 +337,7 @@ int run_command_line(int argc, char** argv) {
   plot->add_option("--y", po.metric, "record metric on the y axis: mean over repetitions, +/- 1 stddev error bars")->required();
   plot->add_option("--by", po.by, "one line per value of this swept field, or 'column' (default: the sweep's columns)");
   plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)")->check(kNonEmpty);
-  plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)");
+  plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)")->check(kPrintable);
 
   try {
     cli.parse(argc, argv);

@@ -9,6 +9,7 @@
 
 #include "app/config_error.h"
 #include "app/output_paths.h"
+#include "app/text.h"
 
 namespace vcpusim::app {
 
@@ -61,6 +62,10 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     // "type must be string" (exit 1, no file or line).
     for (const char* k : {"scenario", "scenario_hash", "vcpusim_build"})
       if (r.contains(k) && !r.at(k).is_string()) throw ConfigError(path, lineno, 1, k, r.at(k).dump() + " is not a string");
+    // The names tables, CSV cells and SVG text print, as the sweep file's loader checks them.
+    for (const char* k : {"scenario", "column"})
+      if (r.contains(k) && r.at(k).is_string() && has_control_character(r.at(k).get<std::string>()))
+        throw ConfigError(path, lineno, 1, k, r.at(k).dump() + " holds a control character, which no sweep writes");
     // Every point of one sweep names the same swept fields (each axis gives each of its values
     // all its fields): a point without the field a table is by ended compare and plot with
     // "key not found", and a point that is not an object ended plot.

@@ -652,6 +652,9 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());
   if (s.name.find_first_not_of(" \t") == std::string::npos)
     root.at("name").fail("a scenario's name is not blank (it names the records and reports)");
+  if (has_control_character(s.name))
+    (root.has("name") ? root.at("name") : root)
+        .fail("a scenario's name holds no control character (a newline or tab breaks the tables it heads)");
   s.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
   s.duration = root.get_duration("duration", sim::seconds(10), kMinRunDuration, kMaxRunDuration);
   s.warmup = root.get_duration("warmup", 0, 0, kMaxRunDuration);

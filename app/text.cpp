@@ -13,6 +13,17 @@ std::string value_label(const nlohmann::json& v) {
   return v.dump();
 }
 
+bool has_control_character(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) return true;
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9F)
+      return true;
+  }
+  return false;
+}
+
 namespace {
 template <typename S>
 std::string join_all(const std::vector<S>& xs) {

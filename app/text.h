@@ -17,6 +17,11 @@ namespace vcpusim::app {
 /// of a compare table; 2.0 prints 2, the same setting as 2); anything else as JSON.
 std::string value_label(const nlohmann::json& v);
 
+/// Whether `s` holds a control character: C0 (tab and newline too), DEL, or C1 (U+0080-U+009F
+/// in UTF-8). Names that head tables, CSV cells, SVG text and figure titles hold none: a
+/// newline split a table's heading and a U+0001 made an SVG no XML parser reads.
+bool has_control_character(std::string_view s);
+
 /// "a, b, c".
 std::string comma_join(const std::vector<std::string>& xs);
 std::string comma_join(const std::vector<std::string_view>& xs);

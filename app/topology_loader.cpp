@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app/config_paths.h"
+#include "app/text.h"
 
 namespace vcpusim::app {
 namespace {
@@ -139,6 +140,8 @@ topo::TopologySpec spec_from_map(const YamlReader& m, const std::string& default
   topo::TopologySpec s;
   s.name = m.get_string("name", default_name);
   if (s.name.find_first_not_of(" \t") == std::string::npos) m.at("name").fail("a topology's name is not blank (reports print it)");
+  if (has_control_character(s.name))
+    (m.has("name") ? m.at("name") : m).fail("a topology's name holds no control character (reports print it)");
   s.sockets = get_count(m, "sockets", kMaxCount);
   s.cores_per_socket = get_count(m, "cores_per_socket", kMaxCount);
   s.threads_per_core = get_count(m, "threads_per_core", kMaxThreadsPerCore);

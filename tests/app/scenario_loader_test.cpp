@@ -613,6 +613,17 @@ TEST(ScenarioLoader, KeysThatMustExceedAnotherAreCheckedAgainstIt) {
   EXPECT_EQ(test::error_of(vm("pcp_batch: 4096, pcp_high: 4097, chunk_pages: 64, top_pad_pages: 63")), "no error");
 }
 
+// A YAML escape puts a control character into a quoted name: "evil\nrow" split the heading of a
+// markdown compare table, and a tab in a topology's name went into every run header.
+TEST(ScenarioLoader, NamesHoldNoControlCharacters) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_EQ(test::error_of("name: \"evil\\nrow\"\ntopology: desktop-4c8t\n" + vms),
+            "t.yaml:1:7: name: a scenario's name holds no control character (a newline or tab breaks the tables it heads)");
+  EXPECT_EQ(test::error_of("topology: {name: \"a\\tb\", sockets: 1, cores_per_socket: 2, threads_per_core: 1, nodes: 1}\n" + vms),
+            "t.yaml:1:18: topology.name: a topology's name holds no control character (reports print it)");
+  EXPECT_EQ(test::error_of("name: \"caf\u00e9 2\"\ntopology: desktop-4c8t\n" + vms), "no error");
+}
+
 // Sizes take units wherever they are sizes: cache_footprint refused 64KiB ("expected an
 // integer") while value_size took 16KiB.
 TEST(ScenarioLoader, EveryByteCountTakesUnits) {

@@ -92,6 +92,26 @@ TEST(CliPlot, BackquotesInTitlesAndLabelsArePrintedNotRun) {
   EXPECT_NE(svg.find("it's `touch"), std::string::npos) << "the title, as written";
 }
 
+// A control character in a column label (a hand-edited record) or in --title made an SVG that
+// no XML parser reads, and a raw byte in a CSV cell. Checked before gnuplot runs.
+TEST(CliPlot, ControlCharactersInLabelsAndTitlesAreRefused) {
+  std::string records = slurp(sweep_dir() + "/records.jsonl");
+  for (std::size_t at; (at = records.find("\"column\":\"noHT\"")) != std::string::npos;)
+    records.replace(at, 15, "\"column\":\"no\\u0001HT\"");
+  const std::string edited = write_temp("ctl-records.jsonl", records);
+  const std::string fig = (scratch() / "ctl.svg").string();
+  for (const std::string& cmd : {"plot " + edited + " --x vms.web.count --y vm.web.throughput --out " + fig,
+                                "compare " + edited + " --format csv"}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find("column: \"no\\u0001HT\" holds a control character"), std::string::npos) << cmd << o.output;
+  }
+  const Outcome t = run("plot " + sweep_dir() + " --x vms.web.count --y vm.web.throughput --out " + fig + " --title \"$(printf 'x\\001y')\"");
+  EXPECT_EQ(t.status, 2) << t.output;
+  EXPECT_NE(t.output.find("holds a control character; a title is one printable line"), std::string::npos) << t.output;
+  EXPECT_FALSE(std::filesystem::exists(fig));
+}
+
 TEST(CliPlot, DefaultOutputGoesIntoTheSweepDirectory) {
   SKIP_WITHOUT_GNUPLOT();
   std::filesystem::remove(sweep_dir() + "/plot.png");
