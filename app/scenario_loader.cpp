@@ -658,7 +658,11 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   s.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
   s.duration = root.get_duration("duration", sim::seconds(10), kMinRunDuration, kMaxRunDuration);
   s.warmup = root.get_duration("warmup", 0, 0, kMaxRunDuration);
-  if (s.warmup >= s.duration) root.at("warmup").fail("warm-up must be shorter than the duration");
+  // Both values named: one of them may come from `--set` (duration=400ms against the file's
+  // warm-up of 500ms was blamed on the file's warmup line with no figure).
+  if (s.warmup >= s.duration)
+    root.at("warmup").fail("warm-up (" + duration_text(static_cast<double>(s.warmup)) + ") must be shorter than the duration (" +
+                           duration_text(static_cast<double>(s.duration)) + ")");
   s.repetitions = static_cast<std::uint32_t>(root.get_int("repetitions", 1, 1, kMaxRepetitions));
   s.host.warmup = s.warmup;
 

@@ -293,8 +293,11 @@ ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const Co
   if (f.empty()) return ConfigError(e.file(), 0, 0, f, e.message() + in_run);
   auto at_override = [&](const std::pair<std::string, YamlReader>& src) {
     const YAML::Node& n = src.second.node();
+    // An override without a line was written on the command line (`--set columns.b={...}`):
+    // named by its place in the sweep, so that blame_command_line_sets() finds the option.
+    const std::string field = n.Mark().is_null() && !src.second.path().empty() ? src.second.path() : f;
     return ConfigError(e.file(), n.Mark().is_null() ? 0 : n.Mark().line + 1, n.Mark().is_null() ? 0 : n.Mark().column + 1,
-                       f, e.message() + " (from '" + src.first + "'" + (n.Mark().is_null() ? "" : " here") + ", in " + run_name + ")");
+                       field, e.message() + " (from '" + src.first + "'" + (n.Mark().is_null() ? "" : " here") + ", in " + run_name + ")");
   };
   // 1. Inside a value an override set: that override (the last one applied wins).
   for (auto it = run.sources.rbegin(); it != run.sources.rend(); ++it)

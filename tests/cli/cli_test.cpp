@@ -519,6 +519,12 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
       // Inside a column's overrides the keys are dotted paths a --set path cannot name.
       {"sweep " + f + " --out " + fresh_dir("set-col") + " --set columns.x.host.smt=off",
        "<command line>: --set columns.x.host.smt: a path may go no deeper than columns.ENTRY"},
+      // A column the option wrote: its error named the file, with no line.
+      {"sweep " + f + " --out " + fresh_dir("set-col2") + " --set 'columns.x={host.smt: off, host.core_scheduling: core}'",
+       "<command line>: --set columns.x: 'core' needs host.smt: on"},
+      // Both values are named, as one may be the option's (kGood's warm-up is the default 0 s).
+      {"run " + write_temp("set-warm.yaml", with("duration: 200ms", "duration: 200ms\nwarmup: 500ms")),
+       "warmup: warm-up (500ms) must be shorter than the duration (200ms)"},
       {"trace " + f + " --out " + trace_dir + "/late.json --window 5s..10s",
        "<command line>: --window: '5s..10s' starts at or after the end of the run (0.2 s simulated)"},
   };
