@@ -51,15 +51,15 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
       throw ConfigError(path, lineno, 1, "repetition", r.at("repetition").dump() + " is not a repetition number");
     if (!r.contains("metrics") || !r.at("metrics").is_object())
       throw ConfigError(path, lineno, 1, "metrics", "a sweep record has an object of metrics");
-    // Bounded as reproduction files bound published values: 1e308 printed as 309 digits, its
+    // Bounded, as reproduction files bound published values: 1e308 printed as 309 digits, its
     // stddev as inf, and gnuplot failed on it (exit 1). No run reports a rate or a count near
-    // 1e15 (an hour at 10^7 events a second is 3.6e10).
-    constexpr double kMaxMetric = 1e15;
+    // 1e18 (an hour at 10^7 events a second is 3.6e10).
+    constexpr double kMaxMetric = 1e18;
     for (const auto& [name, v] : r.at("metrics").items()) {
       if (!v.is_number())
         throw ConfigError(path, lineno, 1, "metrics." + name, v.dump() + " is not a number");
       if (!std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > kMaxMetric)
-        throw ConfigError(path, lineno, 1, "metrics." + name, v.dump() + " is beyond +/-1e15, more than any run reports");
+        throw ConfigError(path, lineno, 1, "metrics." + name, v.dump() + " is beyond +/-1e18, more than any run reports");
     }
     // The indices order the columns and rows of compare and plot; a string or -1 there ended
     // them with a JSON type error, or put a column in another's place.
