@@ -41,6 +41,16 @@ void PerfettoTrace::attach(hv::Host& host, const std::vector<guest::GuestOs*>& g
   pcpu_who_.assign(t.num_threads(), hv::kIdle);
   vcpu_open_.assign(host.num_vcpus(), sim::kNever);
   vcpu_thread_.assign(host.num_vcpus(), 0);
+  domain_name_.clear();
+  for (hv::DomainId d = 0; d < host.num_domains(); ++d) domain_name_.push_back(quote(host.domain(d).name));
+  vcpu_domain_.clear();
+  vcpu_index_.clear();
+  vcpu_label_.clear();
+  for (hv::VcpuId v = 0; v < host.num_vcpus(); ++v) {
+    vcpu_domain_.push_back(static_cast<std::uint32_t>(host.vcpu(v).domain));
+    vcpu_index_.push_back(static_cast<std::uint32_t>(host.vcpu(v).index));
+    vcpu_label_.push_back(quote(vcpu_label(v)));
+  }
   for (topo::NodeId n = 0; n < t.num_nodes(); ++n) {
     meta_.push_back(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"node {} (pCPUs)"}}}})j", 1 + n, n));
     meta_.push_back(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", 1 + n, n));
@@ -64,19 +74,27 @@ void PerfettoTrace::attach(hv::Host& host, const std::vector<guest::GuestOs*>& g
 }
 
 void PerfettoTrace::push(Ev&& ev) {
+  if (ev.dur >= 0) {
+    const sim::Time b = std::max(ev.ts, from_), e = std::min(ev.ts + ev.dur, to_);
+    if (e <= b) return;
+    ev.ts = b;
+    ev.dur = e - b;
+  }
   if (events_.size() >= kMaxEvents)
     throw ConfigError("<command line>", 0, 0, "--window",
                       "the window holds more than " + std::to_string(kMaxEvents) +
                           " trace events, more than a trace viewer opens; narrow it");
-  events_.push_back(std::move(ev));
+  events_.push_back(ev);
 }
 
-void PerfettoTrace::slice(int pid, int tid, sim::Time b, sim::Time e, std::string name, std::string cat, int color,
-                          std::string args) {
-  b = std::max(b, from_);
-  e = std::min(e, to_);
-  if (e <= b) return;
-  push(Ev{pid, tid, b, e - b, std::move(name), std::move(cat), color, std::move(args)});
+std::uint16_t PerfettoTrace::intern(std::string_view s) {
+  const std::string q = quote(std::string(s));
+  const auto it = std::find(what_.begin(), what_.end(), q);
+  if (it != what_.end()) return static_cast<std::uint16_t>(it - what_.begin());
+  // A handful of mark names exist (wake, halt, preempt, ...) and of idle-state names.
+  if (what_.size() >= 0xFFFE) throw std::logic_error("trace: too many distinct event names");
+  what_.push_back(q);
+  return static_cast<std::uint16_t>(what_.size() - 1);
 }
 
 void PerfettoTrace::run_begin(hv::PcpuId p, hv::VcpuId v, sim::Time t) {
@@ -86,25 +104,22 @@ void PerfettoTrace::run_begin(hv::PcpuId p, hv::VcpuId v, sim::Time t) {
 
 void PerfettoTrace::run_end(hv::PcpuId p, hv::VcpuId v, sim::Time t) {
   if (pcpu_open_[p] == sim::kNever) return;
-  const hv::Vcpu& x = host_->vcpu(v);
-  slice(pcpu_pid(p), static_cast<int>(p), pcpu_open_[p], t, host_->domain(x.domain).name, "vcpu-run",
-        static_cast<int>(x.domain % std::size(kPalette)),
-        fmt::format(R"j({{"vm":{},"vcpu":{},"entity":{}}})j", quote(host_->domain(x.domain).name), x.index, v));
+  push(Ev{pcpu_open_[p], t - pcpu_open_[p], pcpu_pid(p), static_cast<std::int32_t>(p), static_cast<std::uint32_t>(v), 0, 0,
+          Kind::kRun});
   pcpu_open_[p] = sim::kNever;
   pcpu_who_[p] = hv::kIdle;
 }
 
 void PerfettoTrace::instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t) {
   if (t < from_ || t > to_ || p == hv::kNoPcpu) return;
-  push(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
-                       fmt::format(R"j({{"entity":{},"who":{}}})j", v, quote(vcpu_label(v)))});
+  push(Ev{t, -1, pcpu_pid(p), static_cast<std::int32_t>(p), static_cast<std::uint32_t>(v), intern(what), 0, Kind::kInstant});
 }
 
 void PerfettoTrace::instant(std::string_view what, hv::VcpuId v, hv::PcpuId p, sim::Time t, std::string_view detail) {
   if (t < from_ || t > to_ || p == hv::kNoPcpu) return;
-  push(Ev{pcpu_pid(p), static_cast<int>(p), t, -1, std::string(what), "sched", -1,
-                       fmt::format(R"j({{"entity":{},"who":{},"state":{}}})j", v, quote(vcpu_label(v)),
-                                   quote(std::string(detail)))});
+  const std::uint16_t w = intern(what);
+  push(Ev{t, -1, pcpu_pid(p), static_cast<std::int32_t>(p), static_cast<std::uint32_t>(v), w,
+          static_cast<std::uint16_t>(intern(detail) + 1), Kind::kInstant});
 }
 
 void PerfettoTrace::thread_on(hv::VcpuId v, std::uint32_t thread, sim::Time t) {
@@ -114,8 +129,7 @@ void PerfettoTrace::thread_on(hv::VcpuId v, std::uint32_t thread, sim::Time t) {
 
 void PerfettoTrace::thread_off(hv::VcpuId v, std::uint32_t thread, sim::Time t) {
   if (vcpu_open_[v] == sim::kNever) return;
-  slice(vcpu_pid(v), static_cast<int>(v), vcpu_open_[v], t, "thread " + std::to_string(thread), "guest-thread",
-        static_cast<int>(thread % std::size(kPalette)), fmt::format(R"j({{"thread":{}}})j", thread));
+  push(Ev{vcpu_open_[v], t - vcpu_open_[v], vcpu_pid(v), static_cast<std::int32_t>(v), thread, 0, 0, Kind::kThread});
   vcpu_open_[v] = sim::kNever;
 }
 
@@ -142,13 +156,24 @@ void PerfettoTrace::write(std::ostream& os) const {
   for (const Ev& e : events_) {
     os << (first ? "" : ",\n");
     first = false;
-    if (e.dur >= 0)
-      fmt::print(os, R"j({{"name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{}{},"args":{}}})j", quote(e.name),
-                 e.cat, e.pid, e.tid, us(e.ts), us(e.dur), e.color >= 0 ? fmt::format(R"(,"cname":"{}")", kPalette[e.color]) : "",
-                 e.args);
-    else
-      fmt::print(os, R"j({{"name":{},"cat":"{}","ph":"i","s":"t","pid":{},"tid":{},"ts":{},"args":{}}})j", quote(e.name), e.cat,
-                 e.pid, e.tid, us(e.ts), e.args);
+    switch (e.kind) {
+      case Kind::kRun: {
+        const std::uint32_t d = vcpu_domain_[e.who];
+        fmt::print(os, R"j({{"name":{},"cat":"vcpu-run","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"cname":"{}","args":{{"vm":{},"vcpu":{},"entity":{}}}}})j",
+                   domain_name_[d], e.pid, e.tid, us(e.ts), us(e.dur), kPalette[d % std::size(kPalette)], domain_name_[d],
+                   vcpu_index_[e.who], e.who);
+        break;
+      }
+      case Kind::kThread:
+        fmt::print(os, R"j({{"name":"thread {}","cat":"guest-thread","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"cname":"{}","args":{{"thread":{}}}}})j",
+                   e.who, e.pid, e.tid, us(e.ts), us(e.dur), kPalette[e.who % std::size(kPalette)], e.who);
+        break;
+      case Kind::kInstant:
+        fmt::print(os, R"j({{"name":{},"cat":"sched","ph":"i","s":"t","pid":{},"tid":{},"ts":{},"args":{{"entity":{},"who":{}{}}}}})j",
+                   what_[e.what], e.pid, e.tid, us(e.ts), e.who, vcpu_label_[e.who],
+                   e.detail ? ",\"state\":" + what_[e.detail - 1] : std::string());
+        break;
+    }
   }
   os << "\n]}\n";
 }

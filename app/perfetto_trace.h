@@ -10,7 +10,9 @@
 // sorted by track and time.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -44,17 +46,22 @@ class PerfettoTrace final : public RunObserver, public hv::TraceSink, public gue
   static constexpr std::size_t kMaxEvents = 5'000'000;
 
  private:
+  // One event in 40 bytes: names and arguments are written from the tables below at write(),
+  // not kept as text per event (three strings an event made a 5 M event window 1.2 GB).
+  enum class Kind : std::uint8_t { kRun, kInstant, kThread };
   struct Ev {
-    int pid, tid;
-    sim::Time ts, dur;  // dur < 0: an instant
-    std::string name, cat;
-    int color;          // palette index, -1 none
-    std::string args;   // a JSON object's text
+    sim::Time ts, dur;     // dur < 0: an instant
+    std::int32_t pid, tid;
+    std::uint32_t who;     // kRun, kInstant: the entity; kThread: the guest thread
+    std::uint16_t what;    // kInstant: index into what_
+    std::uint16_t detail;  // kInstant: 1 + index into what_ of the "state" argument, 0 none
+    Kind kind;
   };
-  void slice(int pid, int tid, sim::Time b, sim::Time e, std::string name, std::string cat, int color, std::string args);
-  /// Appends one event; past kMaxEvents, a ConfigError on --window (a 100000 s window grew to
-  /// 2.5 GB and ended in std::bad_alloc; no viewer opens a trace of millions of events anyway).
+  /// Appends one event, clipped to the window; past kMaxEvents, a ConfigError on --window (a
+  /// 100000 s window grew to 2.5 GB and ended in std::bad_alloc; no viewer opens a trace of
+  /// millions of events anyway).
   void push(Ev&& ev);
+  std::uint16_t intern(std::string_view s);
   int pcpu_pid(hv::PcpuId p) const;
   int vcpu_pid(hv::VcpuId v) const;
   std::string vcpu_label(hv::VcpuId v) const;
@@ -67,6 +74,11 @@ class PerfettoTrace final : public RunObserver, public hv::TraceSink, public gue
   std::vector<std::uint32_t> vcpu_thread_;
   std::vector<Ev> events_;
   std::vector<std::string> meta_;       // process/thread name records, already JSON
+  // What write() names events with, taken at attach() (the host is gone by then).
+  std::vector<std::string> domain_name_;   // quoted
+  std::vector<std::uint32_t> vcpu_domain_, vcpu_index_;
+  std::vector<std::string> vcpu_label_;    // quoted
+  std::vector<std::string> what_;          // instants' names and details, quoted
 };
 
 }  // namespace vcpusim::app
