@@ -67,6 +67,9 @@ class HypervisorView {
   virtual std::uint32_t num_domains() const = 0;
   /// Hardware threads the host may use (all, or one per core under nosmt).
   virtual const topo::CpuSet& usable_pcpus() const = 0;
+  /// The host's online hardware threads (Xen's num_online_cpus()): usable_pcpus()'s count, but
+  /// at sched-gran=core, where the policy sees one pCPU per core, every thread of those cores.
+  virtual std::uint32_t online_threads() const { return usable_pcpus().count(); }
   /// Usable pCPUs that run nothing now.
   virtual const topo::CpuSet& idle_pcpus() const = 0;
   virtual sim::Time now() const = 0;

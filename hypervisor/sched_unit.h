@@ -104,6 +104,7 @@ class UnitView final : public HypervisorView, public SchedActions {
   std::uint32_t num_vcpus() const override { return static_cast<std::uint32_t>(entities_.size()); }
   std::uint32_t num_domains() const override { return static_cast<std::uint32_t>(domains_.size()); }
   const topo::CpuSet& usable_pcpus() const override { return masters_; }
+  std::uint32_t online_threads() const override { return host_.usable_pcpus().count(); }
   const topo::CpuSet& idle_pcpus() const override { return idle_; }
   sim::Time now() const override { return host_.now(); }
 

@@ -198,7 +198,7 @@ void Credit2::attach(const hv::SchedContext& ctx) {
   const topo::Topology& topo = hv_->topology();
   const topo::CpuSet& usable = hv_->usable_pcpus();
   const std::uint32_t np = topo.num_threads();
-  RunqueueMap map = build_runqueues(topo, usable, cfg_.runqueue, cfg_.max_cpus_runqueue);
+  RunqueueMap map = build_runqueues(topo, usable, cfg_.runqueue, cfg_.max_cpus_runqueue, hv_->online_threads());
   rq_of_ = std::move(map.rq_of);
   rqs_.assign(map.cpus.size(), Runqueue{});
   for (std::uint32_t r = 0; r < rqs_.size(); ++r) {

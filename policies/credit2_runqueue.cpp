@@ -54,8 +54,8 @@ bool siblings_match(const topo::Topology& t, const topo::CpuSet& usable, const B
 }  // namespace
 
 RunqueueMap build_runqueues(const topo::Topology& t, const topo::CpuSet& usable, RunqueueLayout layout,
-                            std::uint32_t max_cpus_runqueue) {
-  const std::uint32_t online = usable.count();
+                            std::uint32_t max_cpus_runqueue, std::uint32_t online_cpus) {
+  const std::uint32_t online = online_cpus == 0 ? usable.count() : online_cpus;
   const std::uint32_t limit = max_cpus_runqueue == 0 ? 1 : max_cpus_runqueue;
   // "Spread the CPUs as evenly as possible": min_rqs = ceil(online / limit) runqueues at least,
   // each of at most online / min_rqs CPUs.
@@ -77,7 +77,13 @@ RunqueueMap build_runqueues(const topo::Topology& t, const topo::CpuSet& usable,
         valid = i;
         break;
       }
-      if (rq.refcnt < max_cpus_runq && siblings_match(t, usable, rq, cpu, max_cpus_runq) &&
+      // Past the fill limit no runqueue takes it. Below it, at sched-gran=cpu the siblings must
+      // fit too, except with `all` (Marczykowski-Gorecki's 2022 fix of 8e2aa76dc167, "try to
+      // respect credit2_runqueue=all, as long as max_cpus_runq isn't violated"); at
+      // sched-gran=core `usable` holds one thread per core, so the check counts the core alone,
+      // as Xen skips it there (gran != SCHED_GRAN_cpu).
+      if (rq.refcnt < max_cpus_runq &&
+          (layout == RunqueueLayout::kAll || siblings_match(t, usable, rq, cpu, max_cpus_runq)) &&
           (valid == kNoRunqueue || rq.refcnt < rqs[valid].refcnt))
         valid = i;
     }

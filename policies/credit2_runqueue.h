@@ -34,9 +34,11 @@ struct RunqueueMap {
 /// it by `layout` (same core/socket/node, any for kAll) and already holds one of its SMT
 /// siblings; failing that the least-filled matching runqueue with room for it and all its
 /// siblings (cpu_runqueue_siblings_match()) below max_cpus_runq = online / ceil(online / limit);
-/// failing that a new runqueue.
+/// failing that a new runqueue. `online` is num_online_cpus() (0: usable's count): at
+/// sched-gran=core `usable` holds one thread per core while Xen divides every online thread,
+/// and a runqueue's fill, which counts cores, is then the only test (no sibling check).
 RunqueueMap build_runqueues(const topo::Topology& topo, const topo::CpuSet& usable, RunqueueLayout layout,
-                            std::uint32_t max_cpus_runqueue);
+                            std::uint32_t max_cpus_runqueue, std::uint32_t online = 0);
 
 /// Links of one intrusive doubly linked list, stored per vCPU in a vector indexed by VcpuId, so
 /// list operations never allocate (Xen embeds struct list_head in csched2_unit the same way).

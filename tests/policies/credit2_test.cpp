@@ -139,7 +139,9 @@ TEST(Credit2Runqueues, FollowTheLayoutOptionAndKeepSiblingsTogether) {
 
   // The 16-CPU limit: 2 sockets x 32 cores x 2 threads (128 threads) gives
   // ceil(128/16) = 8 runqueues of 128/8 = 16 threads, 4 per socket, each core's two threads in
-  // the same one. "all" is limited the same way.
+  // the same one. "all" is limited by the fill alone (no sibling check): first threads 0-63
+  // come online first and fill 4 runqueues of 16, and each sibling then joins its core's
+  // runqueue over the limit (Xen warns "due to topology constraints"): 4 of 32.
   topo::TopologySpec big;
   big.name = "big";
   big.sockets = 2;
@@ -149,9 +151,10 @@ TEST(Credit2Runqueues, FollowTheLayoutOptionAndKeepSiblingsTogether) {
   const topo::Topology b = topo::build_topology(big);
   for (auto layout : {c2::RunqueueLayout::kSocket, c2::RunqueueLayout::kAll}) {
     const auto m = c2::build_runqueues(b, b.all_threads(), layout, 16);
-    ASSERT_EQ(m.cpus.size(), 8u);
+    const bool socket = layout == c2::RunqueueLayout::kSocket;
+    ASSERT_EQ(m.cpus.size(), socket ? 8u : 4u);
     for (const auto& s : m.cpus) {
-      EXPECT_EQ(s.count(), 16u);
+      EXPECT_EQ(s.count(), socket ? 16u : 32u);
       s.for_each([&](topo::ThreadId x) {
         EXPECT_TRUE(b.smt_mask(x).subset_of(s)) << "thread " << x << " is split from its sibling";
         if (layout == c2::RunqueueLayout::kSocket) {
@@ -160,6 +163,30 @@ TEST(Credit2Runqueues, FollowTheLayoutOptionAndKeepSiblingsTogether) {
       });
     }
   }
+  // sched-gran=core: the policy sees one thread per core, but Xen divides every online thread
+  // (num_online_cpus()) and fills runqueues by cores. 1 socket x 24 cores x 2 threads: 48
+  // online, 3 runqueues at least, at most 16 each, so 16 + 8 cores (12 + 12 when the 24 cores
+  // were taken as the online count).
+  topo::TopologySpec wide;
+  wide.name = "wide";
+  wide.sockets = 1;
+  wide.cores_per_socket = 24;
+  wide.threads_per_core = 2;
+  wide.nodes = 1;
+  const topo::Topology w = topo::build_topology(wide);
+  topo::CpuSet masters;
+  w.all_threads().for_each([&](topo::ThreadId x) {
+    if (w.smt_mask(x).first() == x) masters.set(x);
+  });
+  const auto gran = c2::build_runqueues(w, masters, c2::RunqueueLayout::kSocket, 16, w.num_threads());
+  ASSERT_EQ(gran.cpus.size(), 2u);
+  EXPECT_EQ(gran.cpus[0].count(), 16u);
+  EXPECT_EQ(gran.cpus[1].count(), 8u);
+
+  // `all` takes no sibling check (Xen 4.17): on the X5570, whose siblings are 8 apart, threads
+  // 0-7 fill 8 of 16 places counting their siblings; `all` then still takes them all in one.
+  EXPECT_EQ(c2::build_runqueues(t, all, c2::RunqueueLayout::kAll, 16).cpus.size(), 1u);
+
   // nosmt: only first threads are usable; socket runqueues hold the 4 usable threads of each.
   const topo::CpuSet first = topo::CpuSet::first_n(8);
   const auto ns = c2::build_runqueues(t, first, c2::RunqueueLayout::kSocket, 16);
