@@ -551,15 +551,7 @@ TEST(CfsBalance, SpreadsEightHogsForkedOntoOneSocketOverBothSockets) {
 
 // One socket and one node of `cores` cores x 2 threads: a single LLC, so only the SMT and MC
 // levels exist (MC spans all 2 x cores threads).
-topo::TopologySpec one_socket_ht(std::uint32_t cores) {
-  topo::TopologySpec s;
-  s.name = "one-socket-ht";
-  s.sockets = 1;
-  s.cores_per_socket = cores;
-  s.threads_per_core = 2;
-  s.nodes = 1;
-  return s;
-}
+topo::TopologySpec one_socket_ht(std::uint32_t cores) { return test::machine("one-socket-ht", 1, cores, 2, 1); }
 
 // Each core's count of running entities among `vs`, and whether all of `vs` are running.
 std::vector<std::uint32_t> per_core(CfsHost& ch, const std::vector<VcpuId>& vs, bool& all_running) {

@@ -106,15 +106,7 @@ sim::Duration run_time(TestHost& h, const TestHost::Vm& vm) {
   return t;
 }
 
-topo::TopologySpec one_socket(std::uint32_t cores, std::uint32_t tpc) {
-  topo::TopologySpec s;
-  s.name = "one-socket";
-  s.sockets = 1;
-  s.cores_per_socket = cores;
-  s.threads_per_core = tpc;
-  s.nodes = 1;
-  return s;
-}
+topo::TopologySpec one_socket(std::uint32_t cores, std::uint32_t tpc) { return test::machine("one-socket", 1, cores, tpc, 1); }
 
 // ---------------------------------------------------------------------------------------------
 // Runqueue layout.
@@ -142,13 +134,7 @@ TEST(Credit2Runqueues, FollowTheLayoutOptionAndKeepSiblingsTogether) {
   // the same one. "all" is limited by the fill alone (no sibling check): first threads 0-63
   // come online first and fill 4 runqueues of 16, and each sibling then joins its core's
   // runqueue over the limit (Xen warns "due to topology constraints"): 4 of 32.
-  topo::TopologySpec big;
-  big.name = "big";
-  big.sockets = 2;
-  big.cores_per_socket = 32;
-  big.threads_per_core = 2;
-  big.nodes = 2;
-  const topo::Topology b = topo::build_topology(big);
+  const topo::Topology b = topo::build_topology(test::machine("big", 2, 32, 2, 2));
   for (auto layout : {c2::RunqueueLayout::kSocket, c2::RunqueueLayout::kAll}) {
     const auto m = c2::build_runqueues(b, b.all_threads(), layout, 16);
     const bool socket = layout == c2::RunqueueLayout::kSocket;
@@ -167,13 +153,7 @@ TEST(Credit2Runqueues, FollowTheLayoutOptionAndKeepSiblingsTogether) {
   // (num_online_cpus()) and fills runqueues by cores. 1 socket x 24 cores x 2 threads: 48
   // online, 3 runqueues at least, at most 16 each, so 16 + 8 cores (12 + 12 when the 24 cores
   // were taken as the online count).
-  topo::TopologySpec wide;
-  wide.name = "wide";
-  wide.sockets = 1;
-  wide.cores_per_socket = 24;
-  wide.threads_per_core = 2;
-  wide.nodes = 1;
-  const topo::Topology w = topo::build_topology(wide);
+  const topo::Topology w = topo::build_topology(test::machine("wide", 1, 24, 2, 1));
   topo::CpuSet masters;
   w.all_threads().for_each([&](topo::ThreadId x) {
     if (w.smt_mask(x).first() == x) masters.set(x);

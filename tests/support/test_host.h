@@ -38,50 +38,34 @@ namespace vcpusim::test {
 // ---------------------------------------------------------------------------------------------
 // Machines, as literals. Thread numbering (topology.h): t = smt_index * num_cores + core.
 
-/// One core, two hardware threads (0 and 1 are siblings), one node: configs/topologies/one-core-ht.
-inline topo::TopologySpec one_core_ht() {
+/// `sockets` x `cores` cores per socket x `tpc` threads per core over `nodes` nodes, with
+/// Linux's default distances (10 local, 20 remote) unless a caller sets them.
+inline topo::TopologySpec machine(std::string name, std::uint32_t sockets, std::uint32_t cores, std::uint32_t tpc,
+                                  std::uint32_t nodes) {
   topo::TopologySpec s;
-  s.name = "one-core-ht";
-  s.sockets = 1;
-  s.cores_per_socket = 1;
-  s.threads_per_core = 2;
-  s.nodes = 1;
+  s.name = std::move(name);
+  s.sockets = sockets;
+  s.cores_per_socket = cores;
+  s.threads_per_core = tpc;
+  s.nodes = nodes;
   return s;
 }
+
+/// One core, two hardware threads (0 and 1 are siblings), one node: configs/topologies/one-core-ht.
+inline topo::TopologySpec one_core_ht() { return machine("one-core-ht", 1, 1, 2, 1); }
 
 /// Two cores, two threads each, one node: threads 0 and 1 are the cores' first threads, 2 and 3
 /// their siblings (0-2 share core 0, 1-3 core 1).
-inline topo::TopologySpec two_cores_ht() {
-  topo::TopologySpec s;
-  s.name = "two-cores-ht";
-  s.sockets = 1;
-  s.cores_per_socket = 2;
-  s.threads_per_core = 2;
-  s.nodes = 1;
-  return s;
-}
+inline topo::TopologySpec two_cores_ht() { return machine("two-cores-ht", 1, 2, 2, 1); }
 
 /// n cores without SMT on one node: every thread is its own core (no SMT interference at all).
-inline topo::TopologySpec flat(std::uint32_t n) {
-  topo::TopologySpec s;
-  s.name = "flat-" + std::to_string(n);
-  s.sockets = 1;
-  s.cores_per_socket = n;
-  s.threads_per_core = 1;
-  s.nodes = 1;
-  return s;
-}
+inline topo::TopologySpec flat(std::uint32_t n) { return machine("flat-" + std::to_string(n), 1, n, 1, 1); }
 
 /// Two sockets, one node each, `cores` cores per socket and `tpc` threads per core. The remote
 /// memory latency is `ratio` times the local one (latency_ns 100 local, 100 * ratio remote).
 /// Node 0 holds cores 0..cores-1, i.e. threads {c + k * 2 * cores : c < cores}.
 inline topo::TopologySpec two_nodes(std::uint32_t cores, std::uint32_t tpc, double ratio) {
-  topo::TopologySpec s;
-  s.name = "two-nodes";
-  s.sockets = 2;
-  s.cores_per_socket = cores;
-  s.threads_per_core = tpc;
-  s.nodes = 2;
+  topo::TopologySpec s = machine("two-nodes", 2, cores, tpc, 2);
   s.distances = {10, 20, 20, 10};
   s.latency_ns = {100, 100 * ratio, 100 * ratio, 100};
   return s;
@@ -90,12 +74,7 @@ inline topo::TopologySpec two_nodes(std::uint32_t cores, std::uint32_t tpc, doub
 /// The shape of configs/topologies/xeon-x5570-2s: 2 sockets x 4 cores x 2 threads, a node per
 /// socket, remote latency 106/65 of local. Node 0 = threads 0-3 and 8-11.
 inline topo::TopologySpec x5570_2s() {
-  topo::TopologySpec s;
-  s.name = "xeon-x5570-2s";
-  s.sockets = 2;
-  s.cores_per_socket = 4;
-  s.threads_per_core = 2;
-  s.nodes = 2;
+  topo::TopologySpec s = machine("xeon-x5570-2s", 2, 4, 2, 2);
   s.distances = {10, 21, 21, 10};
   s.latency_ns = {65, 106, 106, 65};
   return s;
