@@ -811,15 +811,6 @@ ScenarioSpec load_scenario(const YamlReader& root) {
         g.workload.params.set("pv_flavour", static_cast<double>(guest::PvFlavour::kXen));
     }
   if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
-  // Pause-loop exiting and halt polling act on vCPUs (a VM exit; kvm_vcpu_block): with only
-  // bare-metal tasks they ran as if not given, and a study meant to show them showed nothing.
-  const bool any_vm = std::any_of(s.groups.begin(), s.groups.end(), [](const GroupSpec& g) { return !g.bare_metal && g.count > 0; });
-  if (!any_vm && root.has("host")) {
-    const YamlReader h = root.at("host");
-    if (s.host.ple.enabled) h.at("ple").at("enabled").fail("pause-loop exiting acts on vCPUs, and this scenario has no VMs (only baremetal tasks)");
-    if (s.host.halt_poll.enabled)
-      h.at("halt_poll").at("enabled").fail("halt polling acts on vCPUs, and this scenario has no VMs (only baremetal tasks)");
-  }
   assign_cookies(s, cookie_override);
   // The process of each task of a multi-process bare-metal program, which host task groups
   // follow (cfs `cgroups: per-domain`: a cgroup per process of such a program).

@@ -702,22 +702,5 @@ TEST(ScenarioLoader, AliasGraphsAreBounded) {
   EXPECT_NE(test::error_of(laughs).find("the document expands to more than 1000000 nodes"), std::string::npos);
 }
 
-
-// PLE and halt polling act on vCPUs: on a host of bare-metal tasks only they ran as if not given.
-TEST(ScenarioLoader, VcpuOnlyHostFeaturesNeedAVm) {
-  const std::string tasks = "baremetal:\n  - {name: t, count: 2, workload: {kind: sysbench-cpu}}\n";
-  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nhost:\n  ple: {enabled: true}\n" + tasks),
-            "t.yaml:3:18: host.ple.enabled: pause-loop exiting acts on vCPUs, and this scenario has no VMs "
-            "(only baremetal tasks)");
-  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nhost:\n  scheduler: {policy: cfs}\n  halt_poll: {enabled: true}\n" + tasks),
-            "t.yaml:4:24: host.halt_poll.enabled: halt polling acts on vCPUs, and this scenario has no VMs "
-            "(only baremetal tasks)");
-  // Given but off, or beside a VM, it is fine.
-  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nhost:\n  ple: {enabled: false}\n" + tasks), "no error");
-  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nhost:\n  ple: {enabled: true}\n" + tasks +
-                           "vms:\n  - {name: v, vcpus: 1, workload: {kind: sysbench-cpu}}\n"),
-            "no error");
-}
-
 }  // namespace
 }  // namespace vcpusim::app
