@@ -11,7 +11,10 @@
 // Every usable CPU gets the same ladder of levels, degenerate ones dropped (a level is kept if it
 // is strictly wider than the one below for some CPU): SMT (the core's threads), MC (the last-level
 // cache: this simulator's topology has no LLC of its own, so MODEL: the LLC is socket ∩ node --
-// the socket on Intel parts, the quadrant node in EPYC NPS4), DIE (the node, cpu_cpu_mask: only
+// the socket on Intel parts, the quadrant node in EPYC NPS4; Rome's L3 is per 4-core CCX, half a
+// quadrant, so there Linux has an MC level of 8 threads and a node level of 16 that the model
+// folds into one, with MC's imbalance_pct, cache_nice_tries and prefer_sibling; Milan's
+// 8-core CCD is the quadrant), DIE (the node, cpu_cpu_mask: only
 // distinct when a node holds several sockets), then one NUMA level per distinct SLIT distance
 // (the nodes within that distance, sched_init_numa). Per level (sd_init): imbalance_pct SMT 110,
 // MC 117, DIE/NUMA 125; cache_nice_tries 0/1/1/2; balance_interval from the span's CPU count in
