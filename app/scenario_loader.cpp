@@ -286,6 +286,10 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
   g.name = name.as_string();
   if (g.name.empty() || g.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
     name.fail("a name uses only letters, digits, '-' and '_'");
+  // Paths address a group by name or by index (vms.1.vcpus): a name of digits only was read as
+  // an index, and `--set vms.1.vcpus=3` silently changed another group.
+  if (g.name.find_first_not_of("0123456789") == std::string::npos)
+    name.fail("a name needs a letter, '-' or '_': '" + g.name + "' reads as a list index in paths such as vms." + g.name + ".vcpus");
   g.workload = read_workload(r.at("workload"));
   // count: 0 is allowed so a sweep can switch a group off (e.g. an "Alone" row).
   g.count = static_cast<std::uint32_t>(r.get_int("count", 1, 0, 4096));
@@ -315,6 +319,19 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
         pv.at(i).only({"hard", "soft"});
         per_vcpu_at.push_back(pv.at(i));
       }
+    }
+    // Soft affinity is Xen's (credit2 and the rr stand-in for credit1). Linux has none, so on a
+    // cfs host or for bare-metal tasks it ran as if not given (the metrics were identical).
+    if (!xen_host || bare_metal) {
+      std::vector<YamlReader> softs;
+      if (a.has("soft")) softs.push_back(a.at("soft"));
+      for (const YamlReader& pv : per_vcpu_at)
+        if (pv.has("soft")) softs.push_back(pv.at("soft"));
+      for (const YamlReader& sa : softs)
+        if (affinity_text(sa) != "all")
+          sa.fail(std::string("soft affinity is Xen's; ") +
+                  (bare_metal ? "a bare-metal Linux task has only hard affinity (taskset)"
+                              : "a KVM host (cfs) has none: use hard affinity (vcpupin)"));
     }
   }
   std::string placement = "auto";

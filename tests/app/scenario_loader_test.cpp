@@ -702,5 +702,34 @@ TEST(ScenarioLoader, AliasGraphsAreBounded) {
   EXPECT_NE(test::error_of(laughs).find("the document expands to more than 1000000 nodes"), std::string::npos);
 }
 
+// Paths take a group by name or by index, so a name of digits only made `--set vms.1.vcpus=3`
+// change another group.
+TEST(ScenarioLoader, AGroupNameOfDigitsOnlyIsRefused) {
+  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nvms:\n  - {name: \"1\", vcpus: 1, workload: {kind: sysbench-cpu}}\n"),
+            "t.yaml:3:12: vms[0].name: a name needs a letter, '-' or '_': '1' reads as a list index in paths such as "
+            "vms.1.vcpus");
+  EXPECT_EQ(test::error_of("topology: desktop-4c8t\nvms:\n  - {name: v1, vcpus: 1, workload: {kind: sysbench-cpu}}\n"), "no error");
+}
+
+// Soft affinity is Xen's: under cfs, and for bare-metal tasks, it ran as if not given.
+TEST(ScenarioLoader, SoftAffinityOnlyOnAXenHost) {
+  const std::string vm = "vms:\n  - {name: a, vcpus: 2, affinity: {soft: 'node:1'}, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_EQ(test::error_of("topology: xeon-x5570-2s\nhost: {scheduler: {policy: cfs}}\n" + vm),
+            "t.yaml:4:42: vms[0].affinity.soft: soft affinity is Xen's; a KVM host (cfs) has none: use hard affinity (vcpupin)");
+  EXPECT_EQ(test::error_of("topology: xeon-x5570-2s\nhost: {scheduler: {policy: credit2}}\n" + vm), "no error");
+  EXPECT_EQ(test::error_of("topology: xeon-x5570-2s\nbaremetal:\n  - {name: t, affinity: {soft: 'cpus:[0]'}, "
+                           "workload: {kind: sysbench-cpu}}\n"),
+            "t.yaml:3:32: baremetal[0].affinity.soft: soft affinity is Xen's; a bare-metal Linux task has only hard "
+            "affinity (taskset)");
+  // 'all' is the absence of a soft affinity, and per-vCPU settings are checked as well.
+  EXPECT_EQ(test::error_of("topology: xeon-x5570-2s\nhost: {scheduler: {policy: cfs}}\nvms:\n  - {name: a, vcpus: 1, "
+                           "affinity: {soft: all}, workload: {kind: sysbench-cpu}}\n"),
+            "no error");
+  EXPECT_NE(test::error_of("topology: xeon-x5570-2s\nhost: {scheduler: {policy: cfs}}\nvms:\n  - {name: a, vcpus: 1, "
+                           "affinity: {per_vcpu: [{soft: 'node:0'}]}, workload: {kind: sysbench-cpu}}\n")
+                .find("soft affinity is Xen's"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace vcpusim::app
