@@ -41,7 +41,13 @@ CommandLineSet parse_command_line_set(const std::string& option, const std::stri
 
 std::vector<CommandLineSet> parse_command_line_sets(const std::string& option, const std::vector<std::string>& texts) {
   std::vector<CommandLineSet> out;
-  for (const auto& t : texts) out.push_back(parse_command_line_set(option, t));
+  for (const auto& t : texts) {
+    out.push_back(parse_command_line_set(option, t));
+    // The last one won, silently (`--set duration=10ms --set duration=20ms` ran 20 ms).
+    for (std::size_t i = 0; i + 1 < out.size(); ++i)
+      if (out[i].path == out.back().path)
+        throw ConfigError("<command line>", 0, 0, option + " " + out.back().path, "given twice");
+  }
   return out;
 }
 

@@ -119,7 +119,16 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
       throw app::ConfigError("<command line>", 0, 0, "--duration",
                              app::duration_out_of_range(duration, app::kMinRunDuration, app::kMaxRunDuration));
   }
-  app::ScenarioSpec spec = load_run_scenario(file, app::parse_command_line_sets("--set", sets));
+  const std::vector<app::CommandLineSet> set_list = app::parse_command_line_sets("--set", sets);
+  // A flag and a --set of the same field: the flag won, whatever the order.
+  const auto one_of = [&](const char* field, const char* flag, bool given) {
+    if (given && std::any_of(set_list.begin(), set_list.end(), [&](const app::CommandLineSet& s) { return s.path == field; }))
+      throw app::ConfigError("<command line>", 0, 0, flag, std::string("and --set ") + field + " both set it: give one");
+  };
+  one_of("seed", "--seed", seed.has_value());
+  one_of("duration", "--duration", d.has_value());
+  one_of("repetitions", "--repetitions", reps.has_value());
+  app::ScenarioSpec spec = load_run_scenario(file, set_list);
   // Which topology files are read is known once the scenario is loaded (a --set may name another).
   app::check_outputs_are_distinct(scenario_inputs(file, spec.topology_files), outputs);
   if (seed) spec.seed = *seed;
@@ -293,9 +302,9 @@ int run_command_line(int argc, char** argv) {
   std::string rule = "ttest";
   bool lower = false;
   compare->add_option("DIR", cmp_dirs, "sweep output directories (or records.jsonl files)")->required();
-  compare->add_option("--baseline", co.baseline, "baseline column label (default: the sweep's first column)");
-  compare->add_option("--by", co.by, "swept field whose values are the table's operations (default: the only one)");
-  compare->add_option("--metric", co.metric, "record metric (default: the only vm.GROUP.throughput or ops_per_sec)");
+  compare->add_option("--baseline", co.baseline, "baseline column label (default: the sweep's first column)")->check(kNonEmpty);
+  compare->add_option("--by", co.by, "swept field whose values are the table's operations (default: the only one)")->check(kNonEmpty);
+  compare->add_option("--metric", co.metric, "record metric (default: the only vm.GROUP.throughput or ops_per_sec)")->check(kNonEmpty);
   compare->add_flag("--lower-is-better", lower, "Amean rows and inverted percentages (times, latencies)");
   compare->add_option("--rule", rule, "significance: ttest (old mmtests, default) or interval (current mmtests)")
       ->check(CLI::IsMember({"ttest", "interval"}));
@@ -333,9 +342,9 @@ int run_command_line(int argc, char** argv) {
   std::vector<std::string> plot_dirs;
   app::PlotOptions po;
   plot->add_option("DIR", plot_dirs, "sweep output directories (or records.jsonl files)")->required();
-  plot->add_option("--x", po.x, "swept field on the x axis (numeric axis when every value is a number)")->required();
-  plot->add_option("--y", po.metric, "record metric on the y axis: mean over repetitions, +/- 1 stddev error bars")->required();
-  plot->add_option("--by", po.by, "one line per value of this swept field, or 'column' (default: the sweep's columns)");
+  plot->add_option("--x", po.x, "swept field on the x axis (numeric axis when every value is a number)")->required()->check(kNonEmpty);
+  plot->add_option("--y", po.metric, "record metric on the y axis: mean over repetitions, +/- 1 stddev error bars")->required()->check(kNonEmpty);
+  plot->add_option("--by", po.by, "one line per value of this swept field, or 'column' (default: the sweep's columns)")->check(kNonEmpty);
   plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)")->check(kNonEmpty);
   plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)")->check(kPrintable);
 
@@ -440,6 +449,11 @@ int run_command_line(int argc, char** argv) {
       }
       app::Reproduction r = app::load_reproduction(repro_name, app::parse_command_line_sets("--set", repro_sets), row_sets);
       app::select_rows(r, repro_rows);
+      // A --row-set for a row that --row leaves out changed nothing, silently.
+      for (const app::RowOverride& o : row_sets)
+        if (std::none_of(r.published.begin(), r.published.end(), [&](const app::PublishedCell& c) { return c.row == o.row; }))
+          throw app::ConfigError("<command line>", 0, 0, "--row-set",
+                                 "row '" + o.row + "' is not run: --row selects " + app::comma_join(repro_rows));
       // The default directory is per build and per scenario document, so a rebuilt vcpusim or
       // other --set values start afresh (and keep the earlier records) instead of being refused.
       const std::string dir =
@@ -500,7 +514,10 @@ int run_command_line(int argc, char** argv) {
     if (*trace) {
       app::check_outputs_are_distinct({{trace_file, "the scenario it reads"}}, {{trace_out, "--out"}});
       app::check_output_file(trace_out, "--out");
-      app::ScenarioSpec spec = load_run_scenario(trace_file, app::parse_command_line_sets("--set", trace_sets));
+      const std::vector<app::CommandLineSet> trace_set_list = app::parse_command_line_sets("--set", trace_sets);
+      if (trace_seed && std::any_of(trace_set_list.begin(), trace_set_list.end(), [](const app::CommandLineSet& s) { return s.path == "seed"; }))
+        throw app::ConfigError("<command line>", 0, 0, "--seed", "and --set seed both set it: give one");
+      app::ScenarioSpec spec = load_run_scenario(trace_file, trace_set_list);
       app::check_outputs_are_distinct(scenario_inputs(trace_file, spec.topology_files), {{trace_out, "--out"}});
       const auto dots = trace_window.find("..");
       std::optional<sim::Duration> from, to;

@@ -219,6 +219,33 @@ TEST(Cli, IntegerFlagsAreDecimal) {
   EXPECT_NE(hex.output.find("--jobs: '0x2' is not an integer"), std::string::npos) << hex.output;
 }
 
+// A field set twice on the command line, or by a flag and a --set, ran with whichever won
+// (the flag in either order, else the last --set); an option's empty value ran as its default;
+// a --row-set for a row --row leaves out changed nothing.
+TEST(Cli, ConflictingOrEmptyCommandLineValuesAreRefused) {
+  const std::string f = write_temp("conflict.yaml", kGood);
+  const auto refused = [&](const std::string& args, const std::string& why) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.output;
+    EXPECT_NE(o.output.find(why), std::string::npos) << args << "\n" << o.output;
+  };
+  refused("run " + f + " --quiet --duration 10ms --set duration=20ms", "--duration: and --set duration both set it");
+  refused("run " + f + " --quiet --set seed=7 --seed 5", "--seed: and --set seed both set it");
+  refused("run " + f + " --quiet --repetitions 2 --set repetitions=3", "--repetitions: and --set repetitions both set it");
+  refused("run " + f + " --quiet --set duration=10ms --set duration=20ms", "--set duration: given twice");
+  refused("trace " + f + " --out " + f + ".trace.json --seed 3 --set seed=4", "--seed: and --set seed both set it");
+  const std::string dir = fresh_dir("conflict-empty");
+  refused("compare " + dir + " --metric ''", "--metric");
+  refused("compare " + dir + " --baseline ''", "--baseline");
+  refused("compare " + dir + " --by ''", "--by");
+  refused("plot " + dir + " --x a --y b --by ''", "--by");
+  refused("reproduce pv-spinlocks --out " + fresh_dir("conflict-rows") + " --row 'ebizzy 1x' --row-set 'ebizzy 2x' "
+          "vms.guest.workload.burst=1ms",
+          "--row-set: row 'ebizzy 2x' is not run: --row selects ebizzy 1x");
+  // One flag alone, and two different fields, are fine.
+  EXPECT_EQ(run("run " + f + " --quiet --duration 2ms --set seed=7").status, 0);
+}
+
 // With --json - or --csv - and several repetitions, standard output got the document (or the
 // rows so far) once per repetition: two JSON documents back to back, the CSV rows repeated.
 TEST(Cli, StandardOutputGetsOneJsonDocumentAndEachCsvRowOnce) {
