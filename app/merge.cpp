@@ -17,6 +17,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
   MergeReport rep;
   OneSweep one("merge");
   std::map<RecordKey, nlohmann::json> kept;
+  std::map<RecordKey, std::string> kept_from;  // the file each kept record came from
   std::set<std::size_t> seen_tasks;
   // The merged file replaces DIR/records.jsonl whole: records already there were lost without a
   // word when they were another sweep's. They are read as one more input instead, so a merge
@@ -45,10 +46,12 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, count_at("tasks_total"));
       if (r.contains("task_index")) seen_tasks.insert(count_at("task_index"));
       const RecordKey k = key_of(r);
-      if (kept.count(k)) {
+      if (const auto it = kept.find(k); it != kept.end()) {
+        check_same_run(it->second, kept_from.at(k), r, path);
         ++rep.duplicates;
         continue;
       }
+      kept_from.emplace(k, path);
       kept.emplace(k, std::move(r));
     }
   }

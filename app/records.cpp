@@ -19,6 +19,18 @@ RecordKey key_of(const nlohmann::json& r) {
   return {c.is_null() ? std::string() : c.get<std::string>(), r.at("point").dump(), r.at("repetition").get<std::uint32_t>()};
 }
 
+void check_same_run(const nlohmann::json& kept, const std::string& kept_from, const nlohmann::json& again,
+                    const std::string& path) {
+  for (const char* field : {"seed", "metrics"})
+    if (kept.value(field, nlohmann::json()) != again.value(field, nlohmann::json())) {
+      const auto& [column, point, repetition] = key_of(again);
+      throw ConfigError(path, 0, 0, field,
+                        "the run of point " + point + ", column '" + column + "', repetition " +
+                            std::to_string(repetition) + " is also in " + kept_from + " with another " + field +
+                            ": two different runs under one name (an edited or mixed file); refusing to drop one");
+    }
+}
+
 std::vector<nlohmann::json> read_records(const std::string& path) {
   std::vector<nlohmann::json> out;
   // Records are files sweeps wrote: a device (/dev/zero was read for seconds, then "0 records")
@@ -120,7 +132,7 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   std::vector<nlohmann::json> all;
   OneSweep one(command);
   std::string paths;
-  std::set<RecordKey> seen;
+  std::map<RecordKey, std::pair<std::size_t, std::string>> seen;  // key -> index in all, its file
   std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& in = inputs[i];
@@ -137,7 +149,9 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
       one.check(r, path);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
       // the same sample twice shrank the stddevs. Kept once, as merge keeps it.
-      if (!seen.insert(key_of(r)).second) {
+      const auto [at, fresh] = seen.try_emplace(key_of(r), all.size(), path);
+      if (!fresh) {
+        check_same_run(all[at->second.first], at->second.second, r, path);
         ++duplicates;
         continue;
       }

@@ -24,6 +24,12 @@ using RecordKey = std::tuple<std::string, std::string, std::uint32_t>;
 
 RecordKey key_of(const nlohmann::json& record);
 
+/// A record whose key another record of `kept_from` already holds is a copy of the same run
+/// (overlapping shards, a repeated line) only if its seed and metrics are the same; else one of
+/// two different runs would be dropped, so this throws ConfigError naming `path`.
+void check_same_run(const nlohmann::json& kept, const std::string& kept_from, const nlohmann::json& again,
+                    const std::string& path);
+
 /// Reads every complete record of a records.jsonl (a torn last line, from a killed run, is
 /// ignored). Throws ConfigError for a malformed complete line.
 std::vector<nlohmann::json> read_records(const std::string& path);

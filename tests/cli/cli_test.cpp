@@ -1088,6 +1088,33 @@ TEST(CliShard, CompareAndPlotCountARunHeldTwiceOnce) {
   EXPECT_EQ(over.output.substr(over.output.find('\n') + 1), whole.output) << over.output;
 }
 
+// Two records of one key with different seeds or metrics are two different runs under one name:
+// compare kept one as a duplicate (n = 1, the other's sample gone) and merge wrote 11 of 12 and
+// reported no task missing.
+TEST(CliShard, TwoDifferentRunsUnderOneKeyAreRefused) {
+  const std::string f = write_temp("clash.yaml", kSweep), a = fresh_dir("clash-a"), m = fresh_dir("clash-m");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string first;
+  std::getline(in, first);
+  const auto at = first.find("\"seed\":");
+  ASSERT_NE(at, std::string::npos) << first;
+  std::string edited = first;
+  edited.replace(at, first.find_first_of(",}", at) - at, "\"seed\":12345");
+  const std::string b = write_temp("clash-records.jsonl", edited + "\n");
+  for (const std::string& cmd : {"compare " + a + " " + b, "merge " + a + " " + b + " --out " + m}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
+    EXPECT_NE(o.output.find("clash-records.jsonl: seed: the run of point"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("with another seed"), std::string::npos) << o.output;
+  }
+  // The same line again is one run held twice, kept once.
+  const std::string same = write_temp("same-records.jsonl", first + "\n");
+  const Outcome dup = run("compare " + a + " " + same);
+  EXPECT_EQ(dup.status, 0) << dup.output;
+  EXPECT_NE(dup.output.find("1 duplicate record(s) dropped"), std::string::npos) << dup.output;
+}
+
 // A hand-edited metric "12" or null ended compare with a JSON type error (exit 1, no file or
 // line); a repetition of -1 was taken.
 TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
