@@ -103,6 +103,12 @@ app::ScenarioSpec load_run_scenario(const std::string& file, const std::vector<a
   }
 }
 
+// A flag and a --set of the same field: the flag won, whatever the order.
+void refuse_flag_and_set(const std::vector<app::CommandLineSet>& sets, const char* field, const char* flag, bool given) {
+  if (given && std::any_of(sets.begin(), sets.end(), [&](const app::CommandLineSet& s) { return s.path == field; }))
+    throw app::ConfigError("<command line>", 0, 0, flag, std::string("and --set ") + field + " both set it: give one");
+}
+
 int cmd_run(const std::string& file, const std::vector<std::string>& sets, const std::optional<std::uint64_t>& seed,
             const std::string& duration, const std::optional<std::uint32_t>& reps, const std::string& json_path,
             const std::string& csv_path, bool quiet) {
@@ -120,14 +126,9 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
                              app::duration_out_of_range(duration, app::kMinRunDuration, app::kMaxRunDuration));
   }
   const std::vector<app::CommandLineSet> set_list = app::parse_command_line_sets("--set", sets);
-  // A flag and a --set of the same field: the flag won, whatever the order.
-  const auto one_of = [&](const char* field, const char* flag, bool given) {
-    if (given && std::any_of(set_list.begin(), set_list.end(), [&](const app::CommandLineSet& s) { return s.path == field; }))
-      throw app::ConfigError("<command line>", 0, 0, flag, std::string("and --set ") + field + " both set it: give one");
-  };
-  one_of("seed", "--seed", seed.has_value());
-  one_of("duration", "--duration", d.has_value());
-  one_of("repetitions", "--repetitions", reps.has_value());
+  refuse_flag_and_set(set_list, "seed", "--seed", seed.has_value());
+  refuse_flag_and_set(set_list, "duration", "--duration", d.has_value());
+  refuse_flag_and_set(set_list, "repetitions", "--repetitions", reps.has_value());
   app::ScenarioSpec spec = load_run_scenario(file, set_list);
   // Which topology files are read is known once the scenario is loaded (a --set may name another).
   app::check_outputs_are_distinct(scenario_inputs(file, spec.topology_files), outputs);
@@ -515,8 +516,7 @@ int run_command_line(int argc, char** argv) {
       app::check_outputs_are_distinct({{trace_file, "the scenario it reads"}}, {{trace_out, "--out"}});
       app::check_output_file(trace_out, "--out");
       const std::vector<app::CommandLineSet> trace_set_list = app::parse_command_line_sets("--set", trace_sets);
-      if (trace_seed && std::any_of(trace_set_list.begin(), trace_set_list.end(), [](const app::CommandLineSet& s) { return s.path == "seed"; }))
-        throw app::ConfigError("<command line>", 0, 0, "--seed", "and --set seed both set it: give one");
+      refuse_flag_and_set(trace_set_list, "seed", "--seed", trace_seed.has_value());
       app::ScenarioSpec spec = load_run_scenario(trace_file, trace_set_list);
       app::check_outputs_are_distinct(scenario_inputs(trace_file, spec.topology_files), {{trace_out, "--out"}});
       const auto dots = trace_window.find("..");
