@@ -599,15 +599,18 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   // A value given twice ran its point twice, with the same seeds, and compare counted its
   // samples twice (a smaller stddev from nothing). Labels of a labelled axis are distinct keys.
   // Values are compared as the runs read them and the tables print them: 4 and "4" are one
-  // row of a table, and 1s and 1000ms, 1GiB and 1024MiB one setting.
+  // row of a table, and 1s and 1000ms, 1GiB, 1024MiB and 1073741824 (bytes need no unit) one
+  // setting, as are on, 'on', yes and true (YamlReader::as_bool reads the text).
   const auto same_setting = [](const nlohmann::json& label) {
     std::string key;
     for (const auto& [field, v] : label.items()) {
       std::string text = value_label(v);
       const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
-      if (unit && v.is_string()) {
+      if (text == "on" || text == "yes") text = "true";
+      else if (text == "off" || text == "no") text = "false";
+      else if (unit && v.is_string()) {
         if (const auto ns = parse_duration(text)) text = std::to_string(*ns) + "ns";
-        else if (const auto bytes = parse_bytes(text)) text = std::to_string(*bytes) + "B";
+        else if (const auto bytes = parse_bytes(text)) text = std::to_string(*bytes);
       }
       key += field + "=" + text + "\n";
     }

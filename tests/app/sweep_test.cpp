@@ -436,6 +436,12 @@ TEST(Sweep, AValueGivenTwiceIsRefused) {
   EXPECT_NE(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [1, 1.0]\n").find("this value is given twice"),
             std::string::npos);
   EXPECT_EQ(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [0.1234561, 0.1234562]\n"), "no error");
+  // A byte count needs no unit, and on, 'on', yes and true are one switch: each pair ran twice.
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.memory.size: [1GiB, 1073741824]\n").find("this value is given twice"),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  host.smt: [on, 'on']\n").find("this value is given twice"), std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  host.smt: [true, yes]\n").find("this value is given twice"), std::string::npos);
+  EXPECT_EQ(plan_error_of("sweep:\n  host.smt: [on, off]\n"), "no error");
 }
 
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
