@@ -128,11 +128,39 @@ std::string records_file_of(const std::string& d) {
   return std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
 }
 
+namespace {
+
+// One sweep gives each column one index and each index one column. Checked as each record is
+// read, so that the message names the file (columns_in_order, checking after the read, could
+// only say "<records>").
+void check_column_index(const nlohmann::json& r, const std::string& path,
+                        std::map<std::uint64_t, std::pair<std::string, std::string>>& column_of_index,
+                        std::map<std::string, std::pair<std::uint64_t, std::string>>& index_of_column) {
+  const auto& c = r.at("column");
+  const std::string label = c.is_null() ? "" : c.get<std::string>();
+  const std::uint64_t index = r.value("column_index", std::uint64_t{0});
+  const auto [ci, fresh_index] = column_of_index.try_emplace(index, label, path);
+  if (!fresh_index && ci->second.first != label)
+    throw ConfigError(path, 0, 0, "column_index",
+                      "column_index " + std::to_string(index) + " is column '" + label + "' here and '" + ci->second.first +
+                          "' in " + ci->second.second + "; one sweep gives each column its own index");
+  const auto [ic, fresh_label] = index_of_column.try_emplace(label, index, path);
+  if (!fresh_label && ic->second.first != index)
+    throw ConfigError(path, 0, 0, "column_index",
+                      "column '" + label + "' has column_index " + std::to_string(index) + " here and " +
+                          std::to_string(ic->second.first) + " in " + ic->second.second +
+                          "; one sweep gives each column one index");
+}
+
+}  // namespace
+
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
   std::vector<nlohmann::json> all;
   OneSweep one(command);
   std::string paths;
   std::map<RecordKey, std::pair<std::size_t, std::string>> seen;  // key -> index in all, its file
+  std::map<std::uint64_t, std::pair<std::string, std::string>> column_of_index;  // -> label, its file
+  std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_column;  // -> index, its file
   std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& in = inputs[i];
@@ -147,6 +175,7 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
     paths += (paths.empty() ? "" : ", ") + path;
     for (auto& r : read_records(path)) {
       one.check(r, path);
+      check_column_index(r, path, column_of_index, index_of_column);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
       // the same sample twice shrank the stddevs. Kept once, as merge keeps it.
       const auto [at, fresh] = seen.try_emplace(key_of(r), all.size(), path);
