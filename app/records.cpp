@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "app/config_error.h"
 #include "app/output_paths.h"
@@ -31,6 +32,28 @@ void check_same_run(const nlohmann::json& kept, const std::string& kept_from, co
     }
 }
 
+namespace {
+
+// A record line, refusing a key given twice in one object: the JSON parser kept the last one,
+// silently (a hand-edited `"repetition": 5` after `"repetition": 0`), where YAML files refuse it.
+nlohmann::json parse_record_line(const std::string& line) {
+  std::vector<std::set<std::string>> keys;  // per open object
+  return nlohmann::json::parse(line, [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    switch (event) {
+      case nlohmann::json::parse_event_t::object_start: keys.emplace_back(); break;
+      case nlohmann::json::parse_event_t::object_end: keys.pop_back(); break;
+      case nlohmann::json::parse_event_t::key:
+        if (!keys.back().insert(parsed.get<std::string>()).second)
+          throw std::runtime_error("the key '" + parsed.get<std::string>() + "' appears twice in one object");
+        break;
+      default: break;
+    }
+    return true;
+  });
+}
+
+}  // namespace
+
 std::vector<nlohmann::json> read_records(const std::string& path) {
   std::vector<nlohmann::json> out;
   // Records are files sweeps wrote: a device (/dev/zero was read for seconds, then "0 records")
@@ -50,7 +73,7 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     const bool complete = !in.eof();  // getline hit a '\n'
     if (line.empty()) continue;
     try {
-      out.push_back(nlohmann::json::parse(line));
+      out.push_back(parse_record_line(line));
       key_of(out.back());
     } catch (const std::exception& e) {
       if (!complete) break;  // a torn last line: the run was killed while writing it

@@ -1139,6 +1139,12 @@ TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
   const Outcome rep = run("compare " + edit("\"repetition\":", "\"repetition\":-1"));
   EXPECT_EQ(rep.status, 2) << rep.output;
   EXPECT_NE(rep.output.find("repetition: -1 is not a repetition number"), std::string::npos) << rep.output;
+  // A key given twice: the parser kept the last value, silently.
+  const Outcome twice = run("compare " + edit("\"repetition\":", "\"repetition\":0,\"repetition\":5"));
+  EXPECT_EQ(twice.status, 2) << twice.output;
+  EXPECT_NE(twice.output.find("nm-records.jsonl:1:1: not a sweep record: the key 'repetition' appears twice in one object"),
+            std::string::npos)
+      << twice.output;
 }
 
 // Record fields of the wrong shape ended compare, plot and merge with a JSON error (exit 1, no
