@@ -363,10 +363,19 @@ void Host::core_schedule(PcpuId p) {
     }
   };
   if (mi != kMax) decide(mi, cand[mi]);
+  // An untagged winner leaves a sibling whose own pick was tagged idle, not running another
+  // untagged entity: mainline's pick_next_task keeps a sibling's core_pick only when its cookie
+  // equals the core's and otherwise searches only a non-zero cookie (sched_core_find; untagged
+  // tasks are not in core_tree), and RFC v3's pick_task returns idle for a tagged class_pick
+  // that loses to max. No entity carries the cookie ~0 (the loader allows up to 2^40), so that
+  // filter refuses every one.
+  constexpr PickFilter kRefuseAll{true, ~std::uint64_t{0}};
   for (std::size_t i = 0; i < n; ++i) {
     if (i == mi) continue;
-    Pick pk = policy_->pick_next(sib[i], now_, match);
-    check_pick(sib[i], pcpus_[sib[i]].curr, pk, match);
+    const bool tagged_own = cand[i].vcpu != kIdle && vcpus_[cand[i].vcpu].cookie != 0;
+    const PickFilter& f = cookie == 0 && tagged_own ? kRefuseAll : match;
+    Pick pk = policy_->pick_next(sib[i], now_, f);
+    check_pick(sib[i], pcpus_[sib[i]].curr, pk, f);
     decide(i, pk);
   }
 
