@@ -5,9 +5,14 @@
 //
 // Design. Host::schedule(p) calls core_schedule(p) when core scheduling is on:
 //  1. Fast path (mainline step 2): no sibling runs a tagged entity and none is forced idle, and
-//     p's own pick is untagged: commit it; no sibling is touched.
+//     p's own pick is untagged: commit it; no sibling is touched. Also when p's pick keeps its
+//     running entity without a reschedule (Pick::kept: a tick that preempts nothing), where
+//     Linux runs no schedule() at all.
 //  2. Otherwise every forced-idle episode of the core is closed (accounted), and the policy's
-//     pick_next (no commit, no filter) is asked for every usable sibling, p first. The highest
+//     pick_next (no commit, no cookie filter) is asked for every usable sibling, p first; a
+//     sibling's pick is fresh (PickFilter::fresh: pick_task, where its running entity competes
+//     by its key alone and is switched out when it is not the best), as is p's own after the
+//     forced-idle re-pick's resched_curr. The highest
 //     candidate by core_beats() (strict, so ties stay with p, then in thread order; see `tie`)
 //     sets the core cookie C.
 //  3. Siblings running another cookie are switched out at once (evict), the max's sibling is
@@ -280,7 +285,12 @@ void Host::core_schedule(PcpuId p) {
   const CoreSchedParams& cs = spec_.core_sched;
   const topo::CpuSet core = topo_.smt_mask(p) & usable_;
   const PcpuId leader = topo_.smt_mask(p).first();
-  const PickFilter none{};
+  const PickFilter sibling{false, 0, true};
+
+  // p's own pick is fresh when the forced-idle re-pick rescheduled it (task_tick_core's
+  // resched_curr: put_prev_task, then pick_task from the whole runqueue).
+  const bool fresh = pcpus_[p].core_resched;
+  pcpus_[p].core_resched = false;
 
   // A sibling tickled after a core-wide pick decided it, with nothing woken, slept or yielded on
   // the core since: the decision stands (Linux: it takes its core_pick).
@@ -295,9 +305,13 @@ void Host::core_schedule(PcpuId p) {
     if (pcpus_[s].forced_idle || (s != p && c != kIdle && vcpus_[c].cookie != 0)) need_sync = true;
   });
   const VcpuId prev = pcpus_[p].curr;
-  const Pick own = policy_->pick_next(p, now_, none);
-  check_pick(p, prev, own, none);
-  if (!need_sync && (own.vcpu == kIdle || vcpus_[own.vcpu].cookie == 0)) {
+  const PickFilter own_filter{false, 0, fresh};
+  const Pick own = policy_->pick_next(p, now_, own_filter);
+  check_pick(p, prev, own, own_filter);
+  // A tick or check that preempts nothing runs no schedule() in Linux, so no core-wide pick:
+  // the siblings' picks below are fresh, and asking them at such instants would switch them at
+  // moments the kernel never looks.
+  if (own.kept || (!need_sync && (own.vcpu == kIdle || vcpus_[own.vcpu].cookie == 0))) {
     commit(p, prev, own);
     check_cookies(p);
     return;
@@ -316,8 +330,11 @@ void Host::core_schedule(PcpuId p) {
     if (s == p) return;
     if (n == kMax) violation("cookie-compatible", kIdle, s, "more than 16 threads per core");
     sib[n] = s;
-    cand[n] = policy_->pick_next(s, now_, none);
-    check_pick(s, pcpus_[s].curr, cand[n], none);
+    // pick_task(rq_i) for a sibling: its running entity competes by its key alone (CFS:
+    // pick_next_entity(cfs_rq, curr), RFC v3's entity_before(curr, se)), and a sibling whose
+    // pick differs from its curr is switched (resched_curr; here committed at once).
+    cand[n] = policy_->pick_next(s, now_, sibling);
+    check_pick(s, pcpus_[s].curr, cand[n], sibling);
     ++n;
   });
 
@@ -328,7 +345,8 @@ void Host::core_schedule(PcpuId p) {
         (mi == kMax || core_beats(sib[i], cand[i].vcpu, sib[mi], cand[mi].vcpu, fi_before, leader)))
       mi = i;
   const std::uint64_t cookie = mi == kMax ? 0 : vcpus_[cand[mi].vcpu].cookie;
-  const PickFilter match{true, cookie};
+  // The filtered re-picks: fresh on a sibling, as p's own pick was on p.
+  const auto match_on = [&](PcpuId s, std::uint64_t c) { return PickFilter{true, c, s != p || fresh}; };
 
   // Siblings running another cookie leave first, so no instant shows two cookies.
   for (std::size_t i = 0; i < n; ++i) {
@@ -347,6 +365,7 @@ void Host::core_schedule(PcpuId p) {
     const PcpuId s = sib[i];
     const VcpuId curr = pcpus_[s].curr;
     if (!still_valid(s, pk.vcpu)) {
+      const PickFilter match = match_on(s, cookie);
       pk = policy_->pick_next(s, now_, match);
       check_pick(s, curr, pk, match);
     }
@@ -369,11 +388,11 @@ void Host::core_schedule(PcpuId p) {
   // tasks are not in core_tree), and RFC v3's pick_task returns idle for a tagged class_pick
   // that loses to max. No entity carries the cookie ~0 (the loader allows up to 2^40), so that
   // filter refuses every one.
-  constexpr PickFilter kRefuseAll{true, ~std::uint64_t{0}};
+  constexpr std::uint64_t kRefuseAll = ~std::uint64_t{0};
   for (std::size_t i = 0; i < n; ++i) {
     if (i == mi) continue;
     const bool tagged_own = cand[i].vcpu != kIdle && vcpus_[cand[i].vcpu].cookie != 0;
-    const PickFilter& f = cookie == 0 && tagged_own ? kRefuseAll : match;
+    const PickFilter f = match_on(sib[i], cookie == 0 && tagged_own ? kRefuseAll : cookie);
     Pick pk = policy_->pick_next(sib[i], now_, f);
     check_pick(sib[i], pcpus_[sib[i]].curr, pk, f);
     decide(i, pk);
@@ -420,8 +439,12 @@ void Host::core_repick(PcpuId leader) {
     if (runner == kNoPcpu && pcpus_[s].curr != kIdle) runner = s;
     if (idle == kNoPcpu && pcpus_[s].forced_idle) idle = s;
   });
-  if (runner != kNoPcpu) tickle(runner);
-  else if (idle != kNoPcpu) tickle(idle);
+  if (runner != kNoPcpu) {
+    pcpus_[runner].core_resched = true;  // resched_curr: the runner's pick is fresh
+    tickle(runner);
+  } else if (idle != kNoPcpu) {
+    tickle(idle);
+  }
 }
 
 }  // namespace vcpusim::hv

@@ -99,6 +99,7 @@ struct Pcpu {
   // Core scheduling (core_sched.cpp): forced idle = idle by the core-wide pick although the
   // policy had a runnable entity for it (of another cookie than the core's).
   bool forced_idle = false;         ///< in a forced-idle episode now
+  bool core_resched = false;        ///< its next core-wide pick follows resched_curr (a fresh pick)
   sim::Time fi_since = 0;           ///< when the current episode began
   DomainId fi_domain = 0;           ///< domain of the entity refused when the episode began
   sim::Duration forced_idle_time = 0;  ///< closed episodes, summed

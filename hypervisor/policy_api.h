@@ -30,9 +30,12 @@ namespace vcpusim::hv {
 struct Pick {
   VcpuId vcpu = kIdle;
   sim::Duration slice = 0;
+  /// The running entity goes on without a reschedule: the pick stands for a tick or a check that
+  /// preempts nothing, where Linux runs no schedule() (core scheduling then makes no core-wide
+  /// pick). A policy that cannot tell leaves it false.
+  bool kept = false;
 };
 
-/// A constraint the dispatcher may put on a pick (core scheduling passes a cookie).
 /// How core_priority normalises a candidate's value for a comparison across SMT siblings.
 enum class CorePrio : std::uint8_t {
   kRaw,   ///< the per-runqueue value as it is (the early patch sets compared raw vruntimes; with a
@@ -43,9 +46,14 @@ enum class CorePrio : std::uint8_t {
 };
 /// A policy without task groups has one level, where kCore and kLeaf coincide.
 
+/// A constraint the dispatcher may put on a pick (core scheduling passes a cookie).
 struct PickFilter {
   bool match_cookie = false;
   std::uint64_t cookie = 0;
+  /// Pick as core scheduling's pick_task() does for a sibling's runqueue, or after resched_curr:
+  /// the running entity is one candidate by its key (CFS: pick_next_entity(cfs_rq, curr)), with
+  /// no preference for keeping it. A policy without that notion ignores it.
+  bool fresh = false;
   bool allows(const Vcpu& v) const { return !match_cookie || v.cookie == cookie; }
 };
 

@@ -1065,7 +1065,9 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
   const VcpuId curr = running_curr(p);
   d.prev = curr;
   const bool curr_ok = curr != kNil && f.allows(hv_->vcpu(curr));
-  bool resched = rq.need_resched || (curr != kNil && !curr_ok);
+  // A fresh pick (core scheduling's pick_task on a sibling, or after resched_curr) lets the
+  // running entity compete by vruntime alone: pick_next_entity(cfs_rq, curr), no tick check.
+  bool resched = rq.need_resched || (curr != kNil && !curr_ok) || (curr != kNil && f.fresh);
   if (rq.active_balance) {
     // The stopper (active_load_balance_cpu_stop) runs here first and pushes one entity, from the
     // cold end of cfs_tasks, to push_cpu; the push itself happens at commit.
@@ -1140,7 +1142,7 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
     d.slice = due == sim::kNever ? 0 : due - now;
   }
   decision_[p] = d;
-  return {se == kNil ? kIdle : se, d.slice};
+  return {se == kNil ? kIdle : se, d.slice, d.keep && !d.picked && !d.active_done};
 }
 
 sim::Duration Cfs::group_slice(PcpuId p, VcpuId se, const Decision& d, sim::Time now) const {

@@ -249,6 +249,64 @@ TEST(CoreSchedCookies, UntaggedMaxLeavesATaggedSiblingPickIdle) {
   host.check_conservation();
 }
 
+// pick_task on a sibling: every core-wide pick asks the sibling's runqueue afresh, and a running
+// task that is no longer its leftmost is switched out (resched_curr), as mainline's
+// pick_task_fair = pick_next_entity(cfs_rq, curr) does. Thread 1 runs two tagged CFS hogs; a
+// task of the same cookie on thread 0 wakes every millisecond for 100 us, and each wake-up is a
+// core-wide pick (the sibling runs a cookie). Without the fresh pick the hogs switch only where
+// CFS's tick preempts them: at most once per 4 ms tick, 250 times a second.
+TEST(CoreSchedCookies, SiblingPickSwitchesARunnerThatIsNotLeftmost) {
+  TestHost h(test::one_core_ht(), with_core_sched("mainline"), 1, "cfs");
+  auto w = h.add_fake(tagged("w", 5, test::cpus({0})));
+  auto a = h.add_fake(tagged("a", 5, test::cpus({1})));
+  auto b = h.add_fake(tagged("b", 5, test::cpus({1})));
+  h.start();
+  for (auto* vm : {&a, &b}) {
+    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
+    h.fake().kick(vm->vcpus[0]);
+  }
+  h.run_until(sim::ms(100));
+  const std::uint64_t before = h.fake().preemptions(a.vcpus[0]) + h.fake().preemptions(b.vcpus[0]);
+  const std::uint64_t picks_before = h.host().core_picks();
+  h.run_sampled(sim::ms(1100), sim::ms(1), [&] {
+    h.fake().set_plan(w.vcpus[0], FakeGuest::job(100e3));
+    h.fake().kick(w.vcpus[0]);
+  });
+  const std::uint64_t switches = h.fake().preemptions(a.vcpus[0]) + h.fake().preemptions(b.vcpus[0]) - before;
+  // About 2000 core-wide picks (a wake-up and a sleep per millisecond). The hogs' vruntimes stay
+  // within a millisecond of each other, so the runner is behind at every other pick: about one
+  // switch per millisecond (999 at seed 1; 125, the tick's pace, with the sibling kept).
+  EXPECT_GT(h.host().core_picks() - picks_before, 1500u);
+  EXPECT_GT(switches, 500u) << switches;
+  h.host().check_conservation();
+}
+
+// A wake-up that preempts nothing runs no schedule() in Linux, so no core-wide pick. A new task
+// is placed one virtual slice after min_vruntime (START_DEBIT), so it does not preempt the hog
+// running on thread 0; it only shortens the hog's slice (CFS re-arms it through a tickle, a pick
+// that keeps the hog: Pick::kept). The core-wide pick comes when the tick preempts the hog.
+TEST(CoreSchedCookies, AWakeUpThatPreemptsNothingMakesNoCoreWidePick) {
+  TestHost h(test::one_core_ht(), with_core_sched("mainline"), 1, "cfs");
+  auto x = h.add_fake(tagged("x", 5, test::cpus({0})));
+  auto y = h.add_fake(tagged("y", 5, test::cpus({1})));
+  auto w = h.add_fake(tagged("w", 5, test::cpus({0})));
+  h.start();
+  for (auto* vm : {&x, &y}) {
+    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
+    h.fake().kick(vm->vcpus[0]);
+  }
+  h.run_until(sim::ms(50));
+  const std::uint64_t picks = h.host().core_picks();
+  h.fake().set_plan(w.vcpus[0], FakeGuest::job(100e3));
+  h.fake().kick(w.vcpus[0]);
+  h.run_until(sim::ms(50) + sim::us(10));
+  EXPECT_TRUE(h.host().is_running(x.vcpus[0]));
+  EXPECT_EQ(h.host().core_picks(), picks);
+  h.run_until(sim::ms(100));
+  EXPECT_GT(h.fake().completions(w.vcpus[0]), 0u);  // it ran after a tick preempted the hog
+  EXPECT_GT(h.host().core_picks(), picks);
+}
+
 TEST(CoreSchedSwitch, TiePreferTaggedLetsTaggedPickWipeUntaggedMax) {
   VcpuId u = 0;
   CoreSchedParams cs = *hv::core_sched_preset("csc");  // tie = prefer_tagged

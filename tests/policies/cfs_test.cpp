@@ -880,6 +880,40 @@ TEST(CfsCorePriority, PickHonoursTheCookieFilterWithoutCommitting) {
     EXPECT_NEAR(static_cast<double>(ch.host().vcpu_stats(x).running) / sim::seconds(5), 0.25, 0.005);
 }
 
+TEST(CfsCorePriority, FreshPickLetsTheCurrentCompeteByVruntimeAlone) {
+  // Core scheduling's pick_task_fair(rq_i) for a sibling: pick_next_entity(cfs_rq, curr), where
+  // the running task stays only while its vruntime is the lowest (no wake-up granularity, no
+  // slice). A plain pick between ticks keeps the current task (Pick::kept: no schedule()).
+  CfsHost ch(test::flat(1), {}, test::exact_host());
+  const VcpuId a = ch.h.add_fake(test::vm("a", 1)).vcpus[0];
+  const VcpuId b = ch.h.add_fake(test::vm("b", 1)).vcpus[0];
+  ch.start_hogs({a, b});
+  int behind = 0, kept = 0;
+  for (int round = 0; round < 200; ++round) {
+    const sim::Time t = sim::ms(10) + round * sim::us(730);
+    ch.h.run_until(t);
+    const VcpuId cur = ch.host().pcpu(0).curr;
+    ASSERT_NE(cur, hv::kIdle);
+    const hv::Pick fresh = ch.cfs().pick_next(0, t, hv::PickFilter{false, 0, true});
+    const VcpuId other = cur == a ? b : a;
+    // entity_before(curr, left) is strict: at equal vruntimes the queued task wins.
+    const VcpuId lowest = ch.cfs().vruntime(other) <= ch.cfs().vruntime(cur) ? other : cur;
+    EXPECT_EQ(fresh.vcpu, lowest) << "at " << t;
+    EXPECT_FALSE(fresh.kept);
+    if (lowest != cur) ++behind;
+    const hv::Pick plain = ch.cfs().pick_next(0, t, hv::PickFilter{});
+    if (plain.vcpu == cur && plain.kept) ++kept;
+    EXPECT_EQ(ch.host().pcpu(0).curr, cur);  // asking commits nothing
+  }
+  // Two hogs on a 6 ms latency alternate every 4 ms tick; the runner passes the waiter's
+  // vruntime after about half its turn, so roughly half the samples find it behind, and the
+  // plain pick keeps it at every sample that is not its slice's end (none here: off the tick).
+  EXPECT_GT(behind, 40);
+  EXPECT_LT(behind, 160);
+  EXPECT_EQ(kept, 200);
+  ASSERT_EQ(ch.cfs().check_consistency(), "");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hard affinity, everywhere.
 
