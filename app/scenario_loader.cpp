@@ -727,6 +727,11 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     read_ple(h, s.policy, s.host.ple);
     read_halt_poll(h, s.policy, s.host.halt_poll);
     read_cpuidle(h, s.host.cpuidle);
+    // Under cfs the tick fixes count the running task's own sched_slice (task_tick_core), so a
+    // fi_slice would run as if not given.
+    if (gran == "cookie" && s.policy == "cfs" && h.has("core_sched") && h.at("core_sched").has("fi_slice"))
+      h.at("core_sched").at("fi_slice").fail("has no effect under policy cfs: its tick fixes count the running task's "
+                                              "own sched_slice (task_tick_core); fi_slice is for rr and credit2");
     // sched-gran=core is Xen's (core.c, any Xen scheduler); a KVM host's CFS has no such mode:
     // Linux closes the SMT channel with cookies (core_scheduling: cookie) or nosmt.
     if (s.host.sched_gran.core && s.policy == "cfs")

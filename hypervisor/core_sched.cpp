@@ -282,7 +282,6 @@ bool Host::core_beats(PcpuId cs, VcpuId c, PcpuId ms, VcpuId m, bool fi_before, 
 // The core-wide pick.
 
 void Host::core_schedule(PcpuId p) {
-  const CoreSchedParams& cs = spec_.core_sched;
   const topo::CpuSet core = topo_.smt_mask(p) & usable_;
   const PcpuId leader = topo_.smt_mask(p).first();
   const PickFilter sibling{false, 0, true};
@@ -305,7 +304,7 @@ void Host::core_schedule(PcpuId p) {
     if (pcpus_[s].forced_idle || (s != p && c != kIdle && vcpus_[c].cookie != 0)) need_sync = true;
   });
   const VcpuId prev = pcpus_[p].curr;
-  const PickFilter own_filter{false, 0, fresh};
+  const PickFilter own_filter{false, 0, fresh, true};
   const Pick own = policy_->pick_next(p, now_, own_filter);
   check_pick(p, prev, own, own_filter);
   // A tick or check that preempts nothing runs no schedule() in Linux, so no core-wide pick:
@@ -346,7 +345,7 @@ void Host::core_schedule(PcpuId p) {
       mi = i;
   const std::uint64_t cookie = mi == kMax ? 0 : vcpus_[cand[mi].vcpu].cookie;
   // The filtered re-picks: fresh on a sibling, as p's own pick was on p.
-  const auto match_on = [&](PcpuId s, std::uint64_t c) { return PickFilter{true, c, s != p || fresh}; };
+  const auto match_on = [&](PcpuId s, std::uint64_t c) { return PickFilter{true, c, s != p || fresh, s == p}; };
 
   // Siblings running another cookie leave first, so no instant shows two cookies.
   for (std::size_t i = 0; i < n; ++i) {
@@ -416,29 +415,70 @@ void Host::core_schedule(PcpuId p) {
 
   // The forced-idle re-pick (tick fix) on the running sibling.
   ++core_gen_[leader];
-  if (fi_now) {
-    sim::Duration delay = sim::kNever;
-    if (cs.tick == C::Tick::kFullSlice) delay = cs.fi_slice;
-    if (cs.tick == C::Tick::kHalfSlice) delay = cs.fi_slice / 2;
-    if (cs.compare == C::Compare::kFiBudget) {
-      // MODEL: Tim's allowance is checked when a runner has spent it (his patch checked at the tick).
-      double left = static_cast<double>(cs.fi_allowance);
-      core.for_each([&](PcpuId s) {
-        if (pcpus_[s].curr != kIdle) left = std::min(left, allowance_[s]);
-      });
-      delay = std::min<sim::Duration>(delay, std::max<sim::Duration>(static_cast<sim::Duration>(left), 100'000));
-    }
-    if (delay != sim::kNever)
-      queue_.push(now_ + delay, sim::Phase::kHypervisorTimer, kCoreRepick, leader, core_gen_[leader]);
+  if (fi_now) arm_core_tick(core, leader);
+}
+
+// The forced-idle tick fix: when a running sibling's tick will reschedule it. The policy answers
+// with its own rule (CFS: task_tick_core's slice used since the runner's set_next_entity, at its
+// ticks); a policy without one gets fi_slice (or half of it) from this core-wide pick.
+void Host::arm_core_tick(const topo::CpuSet& core, PcpuId leader) {
+  const CoreSchedParams& cs = spec_.core_sched;
+  sim::Time at = sim::kNever;
+  if (cs.tick != C::Tick::kNone) {
+    const std::uint32_t min_nr = cs.tick == C::Tick::kHalfSlice ? 2 : 1;
+    bool known = true;
+    core.for_each([&](PcpuId s) {
+      if (pcpus_[s].curr == kIdle) return;
+      const std::optional<sim::Time> t = policy_->forced_idle_tick(s, min_nr, now_);
+      if (t) at = std::min(at, *t);
+      else known = false;
+    });
+    if (!known) at = now_ + (cs.tick == C::Tick::kHalfSlice ? cs.fi_slice / 2 : cs.fi_slice);
   }
+  if (cs.compare == C::Compare::kFiBudget) {
+    // MODEL: Tim's allowance is checked when a runner has spent it (his patch checked at the tick).
+    double left = static_cast<double>(cs.fi_allowance);
+    core.for_each([&](PcpuId s) {
+      if (pcpus_[s].curr != kIdle) left = std::min(left, allowance_[s]);
+    });
+    at = std::min(at, now_ + std::max<sim::Duration>(static_cast<sim::Duration>(left), 100'000));
+  }
+  if (at != sim::kNever) queue_.push(at, sim::Phase::kHypervisorTimer, kCoreRepick, leader, core_gen_[leader]);
 }
 
 void Host::core_repick(PcpuId leader) {
+  const CoreSchedParams& cs = spec_.core_sched;
+  const topo::CpuSet core = topo_.smt_mask(leader) & usable_;
   PcpuId runner = kNoPcpu, idle = kNoPcpu;
-  (topo_.smt_mask(leader) & usable_).for_each([&](PcpuId s) {
+  core.for_each([&](PcpuId s) {
     if (runner == kNoPcpu && pcpus_[s].curr != kIdle) runner = s;
     if (idle == kNoPcpu && pcpus_[s].forced_idle) idle = s;
   });
+  if (runner != kNoPcpu && cs.tick != C::Tick::kNone && cs.compare != C::Compare::kFiBudget) {
+    // The policy's rule, at this tick: every running sibling whose slice is used reschedules
+    // (resched_curr; its pick is fresh); if none has, the timer waits for the first that will.
+    const std::uint32_t min_nr = cs.tick == C::Tick::kHalfSlice ? 2 : 1;
+    bool known = true, any = false;
+    sim::Time at = sim::kNever;
+    core.for_each([&](PcpuId s) {
+      if (pcpus_[s].curr == kIdle) return;
+      const std::optional<sim::Time> t = policy_->forced_idle_tick(s, min_nr, now_ - 1);
+      if (!t) {
+        known = false;
+      } else if (*t <= now_) {
+        pcpus_[s].core_resched = true;
+        tickle(s);
+        any = true;
+      } else {
+        at = std::min(at, *t);
+      }
+    });
+    if (known) {
+      if (!any && at != sim::kNever)
+        queue_.push(at, sim::Phase::kHypervisorTimer, kCoreRepick, leader, core_gen_[leader]);
+      return;
+    }
+  }
   if (runner != kNoPcpu) {
     pcpus_[runner].core_resched = true;  // resched_curr: the runner's pick is fresh
     tickle(runner);

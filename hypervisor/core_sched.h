@@ -55,15 +55,18 @@ struct CoreSchedParams {
   Tie tie = Tie::kPreferMax;
 
   /// What ends a forced-idle episode besides ordinary scheduling events on the core: a core-wide
-  /// re-pick on the running sibling after a delay (section 2.6).
+  /// re-pick on the running sibling, rescheduled by its tick (section 2.6). When is the policy's
+  /// rule (SchedulerPolicy::forced_idle_tick: CFS counts the task's own sched_slice since its
+  /// set_next_entity, at ticks); a policy without one gets fi_slice from the core-wide pick.
   enum class Tick : std::uint8_t {
     kNone,       ///< RFC v3: nothing; a lone runner may keep its sibling idle indefinitely.
     kFullSlice,  ///< Aaron's 3rd patch (tick check with one task), v4 resched_forceidle_sibling:
-                 ///< re-pick after fi_slice.
-    kHalfSlice,  ///< mainline task_tick_core: re-pick after fi_slice / 2 (half a slice used).
+                 ///< re-pick once the runner used its slice (fi_slice).
+    kHalfSlice,  ///< mainline task_tick_core: re-pick once it used half (fi_slice / 2).
   };
   Tick tick = Tick::kHalfSlice;
-  /// The slice a lone CFS task gets (24 ms: 6 ms latency scaled x4 on >= 8 CPUs).
+  /// For policies without their own rule (rr, credit2): the slice a lone CFS task gets (24 ms:
+  /// 6 ms latency scaled x4 on >= 8 CPUs).
   sim::Duration fi_slice = 24'000'000;
   /// Tim's SCHED_IDLE_ALLOWANCE (kFiBudget only).
   sim::Duration fi_allowance = 5'000'000;

@@ -246,6 +246,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void check_cookies(PcpuId p) const;
   bool core_runs_other_cookie(PcpuId p, std::uint64_t cookie) const;
   void core_repick(PcpuId leader);
+  void arm_core_tick(const topo::CpuSet& core, PcpuId leader);
   void core_task_changed(PcpuId p) {
     if (core_sched_on() && p != kNoPcpu) ++core_task_seq_[topo_.smt_mask(p).first()];
   }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string_view>
 
@@ -54,6 +55,10 @@ struct PickFilter {
   /// the running entity is one candidate by its key (CFS: pick_next_entity(cfs_rq, curr)), with
   /// no preference for keeping it. A policy without that notion ignores it.
   bool fresh = false;
+  /// The pick is core scheduling's own pick_next_task for this pCPU, which ends in
+  /// set_next_task(rq, next) even when next is the task that ran: a running entity picked again
+  /// after a reschedule starts a new slice (CFS: set_next_entity sets prev_sum_exec_runtime).
+  bool core = false;
   bool allows(const Vcpu& v) const { return !match_cookie || v.cookie == cookie; }
 };
 
@@ -173,6 +178,17 @@ class SchedulerPolicy {
   /// polling's single_task_running() (halt_poll.h). 0: the policy keeps no per-pCPU count, and
   /// no vCPU polls on it.
   virtual std::uint32_t nr_running(PcpuId /*p*/) const { return 0; }
+
+  /// Core scheduling's forced-idle tick fix on p, whose sibling is forced idle: the first tick
+  /// strictly after `after` at which p's tick reschedules its lone running entity because it has
+  /// used 1/min_nr of its slice (mainline task_tick_core, min_nr 2; Aaron Lu's tick hack and v4,
+  /// a full slice, min_nr 1), as things stand (nothing else switches on p meanwhile);
+  /// sim::kNever if the rule cannot fire (p runs nothing or has more than one entity).
+  /// std::nullopt: the policy has no such rule, and the mechanism counts
+  /// CoreSchedParams::fi_slice from the core-wide pick instead.
+  virtual std::optional<sim::Time> forced_idle_tick(PcpuId /*p*/, std::uint32_t /*min_nr*/, sim::Time /*after*/) const {
+    return std::nullopt;
+  }
 
   /// A timer this policy armed fired.
   virtual void on_timer(TimerId /*t*/, sim::Time /*now*/) {}

@@ -895,6 +895,24 @@ sim::Time Cfs::next_tick_at_or_after(sim::Time t, sim::Time now) const {
   return tick;
 }
 
+std::optional<sim::Time> Cfs::forced_idle_tick(PcpuId p, std::uint32_t min_nr, sim::Time after) const {
+  // task_tick_core() (5.14 fair.c, Vineeth Pillai): "if (rq->core->core_forceidle_count &&
+  // rq->cfs.nr_running == 1 && __entity_slice_used(&curr->se, MIN_NR_TASKS_DURING_FORCEIDLE))
+  // resched_curr(rq)", where __entity_slice_used() is "rtime * min_nr_tasks > slice", rtime =
+  // sum_exec_runtime - prev_sum_exec_runtime of the task (since its set_next_entity) and slice =
+  // sched_slice(cfs_rq_of(se), se); MIN_NR_TASKS_DURING_FORCEIDLE = 2. Aaron Lu's tick hack and
+  // v4's resched_forceidle_sibling resched after the full slice (min_nr 1). Checked at ticks.
+  const Runqueue& rq = rqs_[p];
+  const VcpuId c = running_curr(p);
+  if (c == kNil || rq.nr != 1 || min_nr == 0) return sim::kNever;
+  const Entity& e = ents_[c];
+  // rtime grows at the wall rate while c runs: it passes slice / min_nr at `used`.
+  const sim::Duration rtime = e.sum_exec - e.prev_sum_exec + std::max<sim::Duration>(0, after - e.exec_start);
+  const sim::Time used = after + (entity_slice(p, c) / min_nr + 1 - rtime);  // rtime * min_nr > slice
+  const sim::Time from = std::max(used, after + 1);
+  return (from + jiffy_ - 1) / jiffy_ * jiffy_;
+}
+
 sim::Duration Cfs::keep_slice(PcpuId p, sim::Time now) const {
   // The slice end to arm for the current entity as things stand: the first tick at which
   // check_preempt_tick would resched it at some level (0: none, it is alone at every level).
@@ -1091,6 +1109,7 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
     se = pick_next_entity(p, curr_ok && curr != d.push ? curr : kNil, d.push, f);
     d.keep = se != kNil && se == curr;
     d.picked = se != kNil;
+    d.restart = d.keep && f.core;
     if (se == kNil) {
       // Nothing runnable here for this pick. An empty runqueue balances newly idle
       // (balance_fair -> newidle_balance; under a cookie filter only a matching entity can be
@@ -1136,7 +1155,7 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
       has_left = true;
       left_v = ents_[curr].vruntime;
     }
-    const sim::Duration ran = d.keep ? e.sum_exec - e.prev_sum_exec : 0;
+    const sim::Duration ran = d.keep && !d.restart ? e.sum_exec - e.prev_sum_exec : 0;
     const sim::Time due =
         next_tick_at_or_after(preempt_due(now, nr, slice_of(nr, load, e.weight), e.weight, ran, has_left, v - left_v), now);
     d.slice = due == sim::kNever ? 0 : due - now;
@@ -1170,8 +1189,8 @@ sim::Duration Cfs::group_slice(PcpuId p, VcpuId se, const Decision& d, sim::Time
   };
   const Runqueue& rq = rqs_[p];
   const VcpuId top = top_of(se, p);
-  if (top != se) level(cfs_rq_at(se, p), se, d.keep);
-  level(rq, top, rq.curr == top);
+  if (top != se) level(cfs_rq_at(se, p), se, d.keep && !d.restart);
+  level(rq, top, rq.curr == top && !d.restart);
   due = next_tick_at_or_after(due, now);
   return due == sim::kNever ? 0 : due - now;
 }
@@ -1289,6 +1308,12 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
     e.prev_sum_exec = e.sum_exec;
     lru_unlink(p, want);
     lru_push_front(p, want);
+  }
+  if (d.keep && d.restart) {
+    // Core scheduling's set_next_task(rq, next) for the task that ran: set_next_entity at every
+    // level of its hierarchy, so each starts a new slice (update_curr ran at the pick).
+    e.prev_sum_exec = e.sum_exec;
+    if (top != want) ents_[top].prev_sum_exec = ents_[top].sum_exec;
   }
   if (d.picked) {  // pick_next_entity() clears the chosen entity's marks, at each level
     if (top != want) clear_buddies(p, top);

@@ -177,6 +177,7 @@ class Cfs final : public hv::SchedulerPolicy {
   /// The min_vruntime of the runqueue v sits on (its group's on v's pCPU, else the root's).
   std::int64_t leaf_min_vruntime(hv::VcpuId v) const;
   std::uint32_t nr_running(hv::PcpuId p) const override { return rqs_[p].nr_running; }
+  std::optional<sim::Time> forced_idle_tick(hv::PcpuId p, std::uint32_t min_nr, sim::Time after) const override;
   /// sched_slice() of v on its runqueue (as if queued there).
   sim::Duration sched_slice(hv::VcpuId v) const;
   /// Number of scheduling-domain levels and the span of p's domain at level l.
@@ -287,6 +288,7 @@ class Cfs final : public hv::SchedulerPolicy {
     bool steal = false;                 // ... by core scheduling's cookie steal, not newidle
     hv::VcpuId push = kNil;             // active balance: move this entity to rq.push_cpu
     bool active_done = false;           // the stopper ran: clear rq.active_balance at commit
+    bool restart = false;               // keep, but set_next_task restarts the slice (PickFilter::core)
     sim::Duration slice = 0;
   };
 

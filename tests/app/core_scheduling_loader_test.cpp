@@ -126,6 +126,10 @@ TEST(CoreSchedulingLoader, SettingsWithNothingToActOnAreRefused) {
        "t.yaml:5:40: host.core_sched.fi_slice:", "has no effect with tick: none"},
       {scenario("  core_scheduling: cookie\n  core_sched: {variant: aaron-3rd, tick: none, fi_slice: 12ms}\n"),
        "t.yaml:5:58: host.core_sched.fi_slice:", "has no effect with tick: none"},
+      // Under cfs the tick fixes count the task's own sched_slice (Cfs::forced_idle_tick).
+      {scenario("  core_scheduling: cookie\n  core_sched: {variant: aaron-3rd, fi_slice: 12ms}\n", "desktop-4c8t", "",
+                "cfs"),
+       "t.yaml:5:46: host.core_sched.fi_slice:", "has no effect under policy cfs"},
       // Only Tim's second patch (csc-tim: fi_budget) has an idle allowance.
       {scenario("  core_scheduling: cookie\n  core_sched: {variant: tim, fi_allowance: 3ms}\n"),
        "t.yaml:5:44: host.core_sched.fi_allowance:", "has no effect with compare: fi_time"},

@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hypervisor/core_sched.h"
 #include "hypervisor/host.h"
@@ -305,6 +307,47 @@ TEST(CoreSchedCookies, AWakeUpThatPreemptsNothingMakesNoCoreWidePick) {
   h.run_until(sim::ms(100));
   EXPECT_GT(h.fake().completions(w.vcpus[0]), 0u);  // it ran after a tick preempted the hog
   EXPECT_GT(h.host().core_picks(), picks);
+}
+
+// The forced-idle tick fix under cfs follows the policy's own rule: mainline's task_tick_core
+// reschedules a lone runner at the first tick (4 ms, HZ=250) after it used half its
+// sched_slice since its set_next_entity; Aaron's hack and v4 after the full slice. On two CPUs
+// the latency is 6 ms x (1 + ilog2 2) = 12 ms, the slice of a lone task, so the runner is
+// re-decided every 8 ms under mainline (6 ms, up to the next tick) and every 16 ms under v4
+// (12 ms, up to the next tick): not at fi_slice (24 ms) or half of it from the core-wide pick.
+// Each turn lasts two checks: at the first the two hogs have progressed equally (mainline keeps
+// the snapshot of the episode's start while the core stays forced idle, "fi_before && fi": no
+// task_vruntime_update; v4 compares raw vruntimes), and a tie stays with the picker, the
+// runner, whose set_next_task starts a new slice.
+std::vector<sim::Duration> core_turns(const std::string& preset) {
+  TestHost h(test::one_core_ht(), with_core_sched(preset), 1, "cfs");
+  auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
+  auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
+  h.start();
+  for (auto* vm : {&a, &b}) {
+    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
+    h.fake().kick(vm->vcpus[0]);
+  }
+  std::vector<sim::Duration> turns;
+  VcpuId holder = hv::kIdle;
+  sim::Time since = 0;
+  h.run_sampled(sim::seconds(1), sim::us(50), [&] {
+    expect_cookie_compatible(h.host(), h.topology());
+    const VcpuId now_on = h.host().is_running(a.vcpus[0]) ? a.vcpus[0] : h.host().is_running(b.vcpus[0]) ? b.vcpus[0] : hv::kIdle;
+    if (now_on == holder) return;
+    if (holder != hv::kIdle && since > sim::ms(100)) turns.push_back(h.host().now() - since);
+    holder = now_on;
+    since = h.host().now();
+  });
+  return turns;
+}
+
+TEST(CoreSchedSwitch, TickFixUnderCfsCountsTheRunnersOwnSliceAtTicks) {
+  for (const auto& [preset, turn] : {std::pair{"mainline", sim::ms(16)}, std::pair{"v4", sim::ms(32)}}) {
+    const std::vector<sim::Duration> turns = core_turns(preset);
+    ASSERT_GT(turns.size(), sim::ms(800) / turn) << preset;
+    for (const sim::Duration t : turns) EXPECT_NEAR(static_cast<double>(t), static_cast<double>(turn), 60e3) << preset;
+  }
 }
 
 TEST(CoreSchedSwitch, TiePreferTaggedLetsTaggedPickWipeUntaggedMax) {
