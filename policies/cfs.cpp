@@ -1118,7 +1118,10 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
       VcpuId pulled = kNil;
       PcpuId src = kNoPcpu;
       const bool forced_idle = rq.nr_running > (d.push != kNil && ents_[d.push].rq == p ? 1u : 0u);
-      if (!forced_idle && newidle_choose(p, f, pulled, src)) {
+      // Core scheduling's pick_task for a sibling (fresh, not the picking CPU's own pick) does no
+      // balancing: pick_next_task balances only the local rq (put_prev_task_balance).
+      const bool sibling_pick = f.fresh && !f.core;
+      if (!forced_idle && !sibling_pick && newidle_choose(p, f, pulled, src)) {
         se = pulled;
         d.pull_from = src;
       } else if (forced_idle && (pulled = steal_cookie(p, f, src)) != kNil) {

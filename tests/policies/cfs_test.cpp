@@ -914,6 +914,30 @@ TEST(CfsCorePriority, FreshPickLetsTheCurrentCompeteByVruntimeAlone) {
   ASSERT_EQ(ch.cfs().check_consistency(), "");
 }
 
+TEST(CfsCorePriority, SiblingPickDoesNoNewlyIdleBalancing) {
+  // pick_next_task under core scheduling balances only the picking CPU's runqueue
+  // (put_prev_task_balance -> newidle_balance); pick_task(rq_i) for a sibling only picks. So a
+  // sibling's pick (fresh, not the core's own) on an empty runqueue is idle, where the picking
+  // CPU's own pick may pull. x5570_2s with 32 vCPUs computing and sleeping 300 us each: in
+  // 2 s, 2796 samples find an empty runqueue, 15 of them with a pull for the CPU's own pick.
+  CfsHost ch(test::x5570_2s(), {}, {}, 3);
+  for (std::uint32_t i = 0; i < 8; ++i) ch.h.add_vm(test::vm("web" + std::to_string(i), 4), test::compute_sleep(6, 300e3, 300e3));
+  ch.h.start();
+  int empty = 0, would_pull = 0;
+  ch.h.run_sampled(sim::seconds(2), sim::us(100), [&] {
+    const sim::Time t = ch.host().now();
+    for (hv::PcpuId p = 0; p < 16; ++p) {
+      if (ch.cfs().nr_running(p) != 0) continue;
+      ++empty;
+      EXPECT_EQ(ch.cfs().pick_next(p, t, hv::PickFilter{false, 0, true, false}).vcpu, hv::kIdle) << "pCPU " << p << " at " << t;
+      if (ch.cfs().pick_next(p, t, hv::PickFilter{false, 0, false, true}).vcpu != hv::kIdle) ++would_pull;
+    }
+  });
+  EXPECT_GT(empty, 300) << would_pull;
+  EXPECT_GT(would_pull, 0) << "the state never arose: the test shows nothing " << empty;
+  ASSERT_EQ(ch.cfs().check_consistency(), "");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hard affinity, everywhere.
 
