@@ -259,7 +259,11 @@ double Host::core_prio(PcpuId s, VcpuId v, bool fi_before, PcpuId leader) const 
     case C::Compare::kFiTime: return policy_->core_priority(s, v, CorePrio::kCore) + fi_credit_[s];
     case C::Compare::kFiSnapshot:
       if (!fi_before) return policy_->core_priority(s, v, CorePrio::kCore);
-      // In an episode: the progress since it began (the naive value moved by the running).
+      // In an episode, with a floor (CFS): cfs_prio_less's "vruntime - min_vruntime_fi", the
+      // runqueue's floor frozen when the episode began (se_fi_update), so each side keeps its
+      // starting lag and adds its progress; core_schedule freezes a floor first seen later.
+      if (floor_seq_[s] == fi_seq_[leader]) return policy_->core_priority(s, v, CorePrio::kRaw) + floor_[s];
+      // Without one: the progress since the episode began (the naive value moved by the running).
       return snap_seq_[v] == fi_seq_[leader] ? policy_->core_priority(s, v, CorePrio::kRaw) - snap_[v] : 0.0;
   }
   return 0.0;
@@ -337,6 +341,11 @@ void Host::core_schedule(PcpuId p) {
     ++n;
   });
 
+  // In an episode, a runqueue whose floor is not frozen yet freezes it now (se_fi_update, the
+  // first comparison of the episode to reach it).
+  if (fi_before && spec_.core_sched.compare == C::Compare::kFiSnapshot)
+    for (std::size_t i = 0; i < n; ++i) freeze_floor(sib[i], leader);
+
   // The core-wide max (strict: ties stay with p, then in thread order).
   std::size_t mi = kMax;
   for (std::size_t i = 0; i < n; ++i)
@@ -402,6 +411,7 @@ void Host::core_schedule(PcpuId p) {
   core.for_each([&](PcpuId s) { fi_now = fi_now || pcpus_[s].forced_idle; });
   if (fi_now && !fi_before) {
     ++fi_seq_[leader];
+    for (std::size_t i = 0; i < n; ++i) freeze_floor(sib[i], leader);
     for (std::size_t i = 0; i < n; ++i) {
       for (VcpuId v : {pcpus_[sib[i]].curr, cand[i].vcpu}) {
         if (v == kIdle) continue;
@@ -416,6 +426,15 @@ void Host::core_schedule(PcpuId p) {
   // The forced-idle re-pick (tick fix) on the running sibling.
   ++core_gen_[leader];
   if (fi_now) arm_core_tick(core, leader);
+}
+
+// Freezes s's core_floor for the core's current forced-idle episode, once (min_vruntime_fi).
+void Host::freeze_floor(PcpuId s, PcpuId leader) {
+  if (floor_seq_[s] == fi_seq_[leader]) return;
+  const std::optional<double> f = policy_->core_floor(s);
+  if (!f) return;
+  floor_[s] = *f;
+  floor_seq_[s] = fi_seq_[leader];
 }
 
 // The forced-idle tick fix: when a running sibling's tick will reschedule it. The policy answers

@@ -35,9 +35,11 @@ struct CoreSchedParams {
                   ///< floor; RFC v3's leaf normalisation (cmp=v3_leaf_norm); one task per CPU
                   ///< ties at ~0.
     kFiSnapshot,  ///< mainline 5.14 min_vruntime_fi: core_priority(kCore), the lag where the
-                  ///< candidates' hierarchies meet, outside forced idle; during an episode, the
-                  ///< progress (kRaw) since the episode began, so the runner loses at the next
-                  ///< core-wide pick (cmp=fi_snapshot).
+                  ///< candidates' hierarchies meet, outside forced idle; during an episode,
+                  ///< kRaw plus the policy's core_floor frozen when the episode began (or first
+                  ///< compared in it), so each side keeps its starting lag and adds its progress;
+                  ///< a policy without a floor compares the progress (kRaw) since the episode
+                  ///< began, so the runner loses at the next core-wide pick (cmp=fi_snapshot).
     kFiTime,      ///< Tim Chen #1 (Jul 2019): forced-idle time of a pCPU is added to its
                   ///< candidates' priority (kCore) and consumed by running
                   ///< (cmp=fi_time_in_min_vruntime).

@@ -117,6 +117,8 @@ void Host::start() {
   allowance_.assign(pcpus_.size(), static_cast<double>(spec_.core_sched.fi_allowance));
   snap_.assign(vcpus_.size(), 0.0);
   snap_seq_.assign(vcpus_.size(), 0);
+  floor_.assign(pcpus_.size(), 0.0);
+  floor_seq_.assign(pcpus_.size(), 0);
   pcpu_fi_base_.assign(pcpus_.size(), 0);
   dom_fi_base_.assign(domains_.size(), 0);
   ple_.init(spec_.ple, static_cast<std::uint32_t>(vcpus_.size()), static_cast<std::uint32_t>(domains_.size()));

@@ -247,6 +247,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   bool core_runs_other_cookie(PcpuId p, std::uint64_t cookie) const;
   void core_repick(PcpuId leader);
   void arm_core_tick(const topo::CpuSet& core, PcpuId leader);
+  void freeze_floor(PcpuId s, PcpuId leader);
   void core_task_changed(PcpuId p) {
     if (core_sched_on() && p != kNoPcpu) ++core_task_seq_[topo_.smt_mask(p).first()];
   }
@@ -347,6 +348,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<double> allowance_;             ///< per pCPU: kFiBudget allowance (ns)
   std::vector<double> snap_;                  ///< per entity: naive priority at episode start
   std::vector<std::uint64_t> snap_seq_;       ///< per entity: the episode snap_ belongs to (+1)
+  std::vector<double> floor_;                 ///< per pCPU: core_floor frozen for the episode (min_vruntime_fi)
+  std::vector<std::uint64_t> floor_seq_;      ///< per pCPU: the episode floor_ belongs to
   std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_;
 
   PauseLoopExiting ple_;  ///< ple.h

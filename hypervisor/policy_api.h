@@ -173,6 +173,11 @@ class SchedulerPolicy {
   /// runqueues (CorePrio). Credit2 answers with credit, CFS with negated (normalised) vruntime.
   /// Default: every entity equal.
   virtual double core_priority(PcpuId /*p*/, VcpuId /*v*/, CorePrio /*how*/) const { return 0.0; }
+  /// The floor kCore normalises by on p's root runqueue, in priority units: core_priority(p, v,
+  /// kCore) == core_priority(p, v, kRaw) + core_floor(p) (CFS: the root min_vruntime).
+  /// Mainline core scheduling freezes it for a forced-idle episode (min_vruntime_fi).
+  /// std::nullopt: the policy has no floor.
+  virtual std::optional<double> core_floor(PcpuId /*p*/) const { return std::nullopt; }
 
   /// Tasks on p's runqueue, the current one included (Linux rq->nr_running), for KVM halt
   /// polling's single_task_running() (halt_poll.h). 0: the policy keeps no per-pCPU count, and

@@ -105,7 +105,8 @@
 // values of siblings comparable). kCore: -(that vruntime - the root's min_vruntime), the lag
 // behind the root's floor: Tim Chen's comparison and mainline 5.14's cfs_prio_less for tasks of
 // different groups (they meet at the root) outside a forced-idle episode (its min_vruntime_fi
-// snapshot is refreshed at every comparison then). kLeaf: -(the task's vruntime - its own
+// snapshot is refreshed at every comparison then; during one the dispatcher freezes core_floor,
+// the root min_vruntime, as se_fi_update does). kLeaf: -(the task's vruntime - its own
 // runqueue's min_vruntime), RFC v3's leaf normalisation. Without groups kCore and kLeaf are one
 // rule. A core-wide base (a constant added to every sibling's value) would not change any
 // comparison, so none is added.

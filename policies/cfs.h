@@ -151,6 +151,7 @@ class Cfs final : public hv::SchedulerPolicy {
   void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override;
   void put_prev(hv::PcpuId p, hv::VcpuId prev, sim::Time now) override;
   double core_priority(hv::PcpuId p, hv::VcpuId v, hv::CorePrio how) const override;
+  std::optional<double> core_floor(hv::PcpuId p) const override { return static_cast<double>(rqs_[p].min_vruntime); }
   void on_timer(hv::TimerId t, sim::Time now) override;
   void dump(std::ostream& os) const override;
 

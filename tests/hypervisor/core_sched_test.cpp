@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,9 @@ class FixedPrio final : public hv::SchedulerPolicy {
     inner_ = TestHost::make_policy("rr", v);
   }
   std::function<double(VcpuId, bool)> prio = [](VcpuId, bool) { return 0.0; };
+  /// A runqueue floor (as CFS's root min_vruntime): when set, the normalised answers are the
+  /// naive one plus the floor of the entity's pCPU.
+  std::function<std::optional<double>(hv::PcpuId)> floor = [](hv::PcpuId) { return std::nullopt; };
   std::string_view name() const override { return "fixed-prio"; }
   void attach(const hv::SchedContext& c) override {
     hv_ = &c.hv;
@@ -67,7 +71,12 @@ class FixedPrio final : public hv::SchedulerPolicy {
   hv::Pick pick_next(hv::PcpuId p, sim::Time t, const hv::PickFilter& f) override { return inner_->pick_next(p, t, f); }
   void set_next(hv::PcpuId p, VcpuId v, sim::Time t) override { inner_->set_next(p, v, t); }
   void put_prev(hv::PcpuId p, VcpuId v, sim::Time t) override { inner_->put_prev(p, v, t); }
-  double core_priority(hv::PcpuId, VcpuId v, hv::CorePrio how) const override { return prio(v, how != hv::CorePrio::kRaw); }
+  double core_priority(hv::PcpuId p, VcpuId v, hv::CorePrio how) const override {
+    if (how == hv::CorePrio::kRaw) return prio(v, false);
+    const std::optional<double> f = floor(p);
+    return f ? prio(v, false) + *f : prio(v, true);
+  }
+  std::optional<double> core_floor(hv::PcpuId p) const override { return floor(p); }
 
  private:
   std::unique_ptr<hv::SchedulerPolicy> inner_;
@@ -417,6 +426,47 @@ TEST(CoreSchedSwitch, FiSnapshotHandsTheCoreOverWhereCoreWideTies) {
   // progress either (the naive value does not move), so both starve the sibling.
   cs.compare = CS::Compare::kCoreWide;
   EXPECT_LT(starved_share(cs, true), 0.01);
+}
+
+// When b (cookie 2, thread 1) first runs: a (cookie 1, thread 0) takes the core at t=0, its naive
+// key falling 1 ns per ns from 0 as a vruntime does; b's key stays 0, and thread 1's floor is
+// -100 ms until 1 ms, -400 ms after (with_floor), or there is no floor.
+sim::Time first_run_of_b(bool with_floor) {
+  hv::HostSpec hs;
+  hs.core_sched = *hv::core_sched_preset("mainline");  // fi_snapshot, re-picks every fi_slice/2
+  auto pol = std::make_unique<FixedPrio>(10e9);
+  FixedPrio* fp = pol.get();
+  TestHost h(test::one_core_ht(), hs, 1, std::move(pol));
+  fp->prio = [&h](VcpuId v, bool) { return v == 0 ? -static_cast<double>(h.host().now()) : 0.0; };
+  if (with_floor) {
+    fp->floor = [&h](hv::PcpuId p) -> std::optional<double> {
+      if (p == 0) return 0.0;
+      return h.host().now() < sim::ms(1) ? -100e6 : -400e6;
+    };
+  }
+  auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
+  auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
+  h.start();
+  for (auto* vm : {&a, &b}) {
+    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
+    h.fake().kick(vm->vcpus[0]);
+  }
+  sim::Time first = -1;
+  h.run_sampled(sim::ms(600), sim::us(100), [&] {
+    expect_cookie_compatible(h.host(), h.topology());
+    if (first < 0 && h.host().is_running(b.vcpus[0])) first = h.host().now();
+  });
+  return first;
+}
+
+TEST(CoreSchedSwitch, FiSnapshotKeepsEachSidesLagFromTheFloorFrozenAtTheEpisodeStart) {
+  // With a floor (CFS), cfs_prio_less compares vruntime - min_vruntime_fi, the floor frozen when
+  // the episode began: b starts 100 ms behind and wins the first re-pick (every 12 ms) after a's
+  // key fell by more, at 108 ms; the live floor would hold b off until 408 ms, and progress alone
+  // (the no-floor rule) would hand b the core at the first re-pick.
+  const double repick = static_cast<double>(hv::core_sched_preset("mainline")->fi_slice) / 2;
+  EXPECT_NEAR(static_cast<double>(first_run_of_b(true)), 9 * repick, 200e3);
+  EXPECT_NEAR(static_cast<double>(first_run_of_b(false)), repick, 200e3);
 }
 
 // Share of b's hog (cookie 2, thread 1) when a's hog (cookie 1, thread 0) leads it by 1 ms of
