@@ -39,6 +39,7 @@ DomainResult domain_identity(const ScenarioSpec& spec, const GroupSpec& g, const
   dr.has_ple = spec.host.ple.active() && !g.bare_metal;
   dr.has_halt_poll = spec.host.halt_poll.active() && !g.bare_metal;
   dr.has_forced_idle = spec.host.core_sched.enabled || spec.host.sched_gran.core;
+  dr.has_forced_idle_caused = spec.host.core_sched.enabled;
   return dr;
 }
 
@@ -155,6 +156,11 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
       dr.forced_idle_s = fi / 1e9;
       dr.forced_idle_pct = 100.0 * fi / (n * meas);
     }
+    if (dr.has_forced_idle_caused) {
+      const double fc = static_cast<double>(host.domain_forced_idle_caused(d.id));
+      dr.forced_idle_caused_s = fc / 1e9;
+      dr.forced_idle_caused_pct = 100.0 * fc / (n * meas);
+    }
     r.domains.push_back(dr);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -228,6 +234,10 @@ std::map<std::string, double> RunResult::metrics() const {
     if (d.has_forced_idle) {
       m[p + "forced_idle_s"] = d.forced_idle_s;
       m[p + "forced_idle_pct"] = d.forced_idle_pct;
+    }
+    if (d.has_forced_idle_caused) {
+      m[p + "forced_idle_caused_s"] = d.forced_idle_caused_s;
+      m[p + "forced_idle_caused_pct"] = d.forced_idle_caused_pct;
     }
     if (d.name != d.group) {
       auto& g = group_tp[(d.bare_metal ? "bm." : "vm.") + d.group];

@@ -74,6 +74,11 @@ struct DomainResult {
   bool has_forced_idle = false;
   double forced_idle_s = 0;     ///< seconds
   double forced_idle_pct = 0;   ///< over (entities x measured), in %
+  // Cookie only (in metrics() if has_forced_idle_caused): the forced idle this domain's running
+  // entities caused, as Linux 5.17+ charges it (core_forceidle_sum, /proc/PID/sched).
+  bool has_forced_idle_caused = false;
+  double forced_idle_caused_s = 0;    ///< seconds
+  double forced_idle_caused_pct = 0;  ///< over (entities x measured), in %
 };
 
 struct RunTiming {

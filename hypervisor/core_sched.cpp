@@ -162,6 +162,49 @@ sim::Duration Host::domain_forced_idle(DomainId d) const {
   return t - (dom_fi_base_.empty() ? 0 : dom_fi_base_[d]);
 }
 
+// 5.17's forced-idle accounting (Josh Don, 4feee7d12603, __sched_core_account_forceidle): the
+// time since the core's last pick times the number of forced-idle siblings, divided by the
+// occupation (siblings running a task) when it is above 1, goes to each running task. The
+// model's episodes all start at a core-wide pick, so the sum of the open episodes is that
+// product. Linux charges the tasks current at its next pick, which still include one that
+// blocked; the model takes a blocking entity off its pCPU before that pick, so block_running
+// settles the charge first (settle_forced_idle). Calls charge(domain, ns) for each running
+// entity of the core, for the forced idle since the last settlement.
+template <class Charge>
+void Host::charge_forced_idle(const topo::CpuSet& core, Charge&& charge) const {
+  const sim::Time since = fic_since_[core.first()];
+  sim::Duration idle = 0;
+  sim::Duration occupation = 0;
+  core.for_each([&](PcpuId s) {
+    const Pcpu& pc = pcpus_[s];
+    if (pc.forced_idle) idle += now_ - std::max(pc.fi_since, since);
+    else if (pc.curr != kIdle) ++occupation;
+  });
+  if (idle == 0 || occupation == 0) return;
+  const sim::Duration each = occupation > 1 ? idle / occupation : idle;
+  core.for_each([&](PcpuId s) {
+    const Pcpu& pc = pcpus_[s];
+    if (!pc.forced_idle && pc.curr != kIdle) charge(vcpus_[pc.curr].domain, each);
+  });
+}
+
+void Host::settle_forced_idle(PcpuId p) {
+  const topo::CpuSet core = topo_.smt_mask(p) & usable_;
+  charge_forced_idle(core, [&](DomainId d, sim::Duration x) { domains_[d].forced_idle_caused += x; });
+  fic_since_[core.first()] = now_;
+}
+
+sim::Duration Host::domain_forced_idle_caused(DomainId d) const {
+  sim::Duration t = domains_[d].forced_idle_caused;
+  if (core_sched_on())
+    for (PcpuId p = 0; p < pcpus_.size(); ++p) {
+      const topo::CpuSet core = topo_.smt_mask(p) & usable_;
+      if (core.first() != p) continue;
+      charge_forced_idle(core, [&](DomainId e, sim::Duration x) { t += e == d ? x : 0; });
+    }
+  return t - (dom_fic_base_.empty() ? 0 : dom_fic_base_[d]);
+}
+
 bool Host::core_runs_other_cookie(PcpuId p, std::uint64_t cookie) const {
   bool other = false;
   topo_.smt_mask(p).for_each([&](PcpuId s) {
@@ -238,6 +281,7 @@ bool Host::core_account(const topo::CpuSet& core, PcpuId picker) {
   });
   if (cs.compare == C::Compare::kFiBudget && all_spent)
     core.for_each([&](PcpuId s) { allowance_[s] += static_cast<double>(cs.fi_allowance); });
+  settle_forced_idle(picker);
   core.for_each([&](PcpuId s) {
     Pcpu& pc = pcpus_[s];
     if (!pc.forced_idle) return;

@@ -121,6 +121,9 @@ struct Domain {
   sim::Duration cold_duration = 0;
   /// Core scheduling: time a sibling idled while this domain's entity was refused (closed episodes).
   sim::Duration forced_idle = 0;
+  /// Core scheduling: forced idle its running entities caused, as 5.17's core_forceidle_sum
+  /// (closed episodes; Host::domain_forced_idle_caused).
+  sim::Duration forced_idle_caused = 0;
 };
 
 }  // namespace vcpusim::hv

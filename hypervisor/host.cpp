@@ -121,6 +121,8 @@ void Host::start() {
   floor_seq_.assign(pcpus_.size(), 0);
   pcpu_fi_base_.assign(pcpus_.size(), 0);
   dom_fi_base_.assign(domains_.size(), 0);
+  dom_fic_base_.assign(domains_.size(), 0);
+  fic_since_.assign(pcpus_.size(), 0);
   ple_.init(spec_.ple, static_cast<std::uint32_t>(vcpus_.size()), static_cast<std::uint32_t>(domains_.size()));
   poll_stats_.assign(domains_.size(), HaltPollStats{});
   menu_.assign(pcpus_.size(), MenuGovernor{});
@@ -234,6 +236,8 @@ void Host::start_measurement() {
   for (DomainId d = 0; d < domains_.size(); ++d) {
     dom_fi_base_[d] = 0;
     dom_fi_base_[d] = domain_forced_idle(d);
+    dom_fic_base_[d] = 0;
+    dom_fic_base_[d] = domain_forced_idle_caused(d);
   }
 }
 
@@ -384,6 +388,7 @@ void Host::block_running(Vcpu& v) {
   if (trace_) trace_->instant("halt", v.id, p, now_);
   policy_->sleep(v.id, now_);
   core_task_changed(p);
+  if (core_sched_on()) settle_forced_idle(p);  // it caused the forced idle until now
   switch_out(p, v.id);
   tickle(p);
 }

@@ -135,6 +135,10 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// Under core-granular units (sched_unit.h) both figures are the idle-in-unit time instead: a
   /// thread held idle by a unit of d whose vCPU for it is blocked or absent.
   sim::Duration domain_forced_idle(DomainId d) const;
+  /// Forced idle charged to domain d's running entities as Linux 5.17+ charges it
+  /// (core_forceidle_sum): each stretch between core-wide picks, the siblings' forced-idle time
+  /// split evenly over the entities running beside them. Core scheduling (cookies) only.
+  sim::Duration domain_forced_idle_caused(DomainId d) const;
   /// Core-granular units (null when scheduling is per vCPU), and the core decisions taken so
   /// far, each a rendezvous of the core's threads.
   const UnitView* units() const { return units_.get(); }
@@ -248,6 +252,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void core_repick(PcpuId leader);
   void arm_core_tick(const topo::CpuSet& core, PcpuId leader);
   void freeze_floor(PcpuId s, PcpuId leader);
+  template <class Charge> void charge_forced_idle(const topo::CpuSet& core, Charge&& charge) const;
+  void settle_forced_idle(PcpuId p);
   void core_task_changed(PcpuId p) {
     if (core_sched_on() && p != kNoPcpu) ++core_task_seq_[topo_.smt_mask(p).first()];
   }
@@ -350,7 +356,8 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   std::vector<std::uint64_t> snap_seq_;       ///< per entity: the episode snap_ belongs to (+1)
   std::vector<double> floor_;                 ///< per pCPU: core_floor frozen for the episode (min_vruntime_fi)
   std::vector<std::uint64_t> floor_seq_;      ///< per pCPU: the episode floor_ belongs to
-  std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_;
+  std::vector<sim::Duration> pcpu_fi_base_, dom_fi_base_, dom_fic_base_;
+  std::vector<sim::Time> fic_since_;  ///< per core leader: forced idle before it is charged (caused)
 
   PauseLoopExiting ple_;  ///< ple.h
   std::vector<HaltPollStats> poll_stats_;  ///< per domain (halt_poll.h)

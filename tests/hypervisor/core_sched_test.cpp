@@ -162,6 +162,34 @@ TEST(CoreSchedForcedIdle, MismatchedCookiesAlternateAndAreAccounted) {
   host.check_conservation();
 }
 
+// a (cookie 1, thread 0) runs a 2 ms job every 10 ms and blocks; b (cookie 2, thread 1) hogs.
+// Linux 5.17 charges each stretch of forced idle to the tasks running beside it (with two threads
+// the occupation is 1, so the whole stretch): what one domain was refused, the other caused,
+// to the nanosecond, including the stretches that end with a's blocking.
+TEST(CoreSchedForcedIdle, CausedIsChargedToTheRunnersAsLinux517Does) {
+  TestHost h(test::one_core_ht(), with_core_sched("mainline"));
+  auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
+  auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
+  h.start();
+  h.fake().set_plan(b.vcpus[0], FakeGuest::hog());
+  h.fake().kick(b.vcpus[0]);
+  for (sim::Time t = 0; t < sim::seconds(1); t += sim::ms(10)) {
+    h.run_until(t);
+    expect_cookie_compatible(h.host(), h.topology());
+    h.fake().set_plan(a.vcpus[0], FakeGuest::job(2e6));
+    h.fake().kick(a.vcpus[0]);
+  }
+  h.run_until(sim::seconds(1));
+  hv::Host& host = h.host();
+  const double T = static_cast<double>(host.measured());
+  EXPECT_GT(static_cast<double>(host.domain_forced_idle(b.id)) / T, 0.1) << "b waits while a runs";
+  EXPECT_EQ(host.domain_forced_idle_caused(a.id), host.domain_forced_idle(b.id));
+  EXPECT_EQ(host.domain_forced_idle_caused(b.id), host.domain_forced_idle(a.id));
+  // a's run time is the forced idle it caused (b is always waiting), up to the episodes' edges.
+  EXPECT_NEAR(static_cast<double>(host.domain_forced_idle_caused(a.id)),
+              static_cast<double>(host.vcpu_stats(a.vcpus[0]).running), 0.01 * T);
+}
+
 void co_run(std::uint64_t ca, std::uint64_t cb, bool expect_together) {
   TestHost h(test::one_core_ht(), with_core_sched("mainline"));
   auto a = h.add_fake(tagged("a", ca, test::cpus({0})));
