@@ -1122,7 +1122,7 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
       // Core scheduling's pick_task for a sibling (fresh, not the picking CPU's own pick) does no
       // balancing: pick_next_task balances only the local rq (put_prev_task_balance).
       const bool sibling_pick = f.fresh && !f.core;
-      if (!forced_idle && !sibling_pick && newidle_choose(p, f, pulled, src)) {
+      if (!forced_idle && !sibling_pick && newidle_choose(p, f, pulled, src, d.newidle)) {
         se = pulled;
         d.pull_from = src;
       } else if (forced_idle && (pulled = steal_cookie(p, f, src)) != kNil) {
@@ -1258,6 +1258,7 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
   }
   if (d.tick && want != d.prev) ++tick_preemptions_;
   rq.need_resched = false;
+  newidle_apply(p, d.newidle);
   // check_preempt_tick(): "ran > ideal" also clears the preempted entity's buddy marks.
   if (d.clear_buddies_of != kNil && ents_[d.clear_buddies_of].on_rq && ents_[d.clear_buddies_of].rq == p)
     clear_buddies(p, d.clear_buddies_of);

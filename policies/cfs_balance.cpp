@@ -51,9 +51,12 @@
 // --------------
 // Newly idle: when a pCPU has nothing to run, pick_next chooses what newidle_balance would pull:
 // unless its avg_idle is below migration_cost or no runqueue is overloaded, each level from the
-// bottom runs find_busiest_group / find_busiest_queue and takes the first entity detach_tasks
-// would take (from the cold end of the busiest runqueue's cfs_tasks: not running, allowed here,
-// not cache-hot unless the level failed more than cache_nice_tries times). set_next moves it.
+// bottom runs load_balance(CPU_NEWLY_IDLE): find_busiest_group / find_busiest_queue, and the
+// first entity detach_tasks would take (from the cold end of the busiest runqueue's cfs_tasks: not
+// running, allowed here, not cache-hot unless the level failed more than cache_nice_tries times)
+// ends the walk. set_next moves it, and applies each visited level's exit: a balanced level
+// clears its failure count, none is counted, past cache_nice_tries + 2 failures an active balance
+// is kicked, and the interval resets or doubles as the periodic balancer's would.
 // Periodic: a policy timer per CPU (TimerId = pCPU) fires at rq->next_balance on the tick grid;
 // rebalance_domains walks the levels bottom-up, balancing each whose interval has passed;
 // should_we_balance lets only the first idle CPU of the local group (else its first CPU) go on.
@@ -128,10 +131,10 @@
 //   ran there); find_idlest_group_cpu takes the first idle CPU (no C-state exit latencies or
 //   idle timestamps); avg_load is computed for busy groups as update_sg_wakeup_stats' comment says.
 // - MODEL: newly-idle balancing pulls one entity (CONFIG_PREEMPTION kernels stop after the
-//   first; voluntary-preemption ones may take more), skips levels without an overloaded
-//   runqueue (none could give up a queued entity), has no per-domain cost cut-off
-//   (max_newidle_lb_cost: balancing takes no time here), starts no active balance and leaves the
-//   periodic balancer's failure counters and intervals alone.
+//   first; voluntary-preemption ones may take more) and has no per-domain cost cut-off
+//   (max_newidle_lb_cost: balancing takes no time here), so it visits every level until one
+//   pulls. Its effects on the domains' failure counters, intervals and stoppers are decided at
+//   the pick and applied when the pick commits (a pick not committed leaves none).
 // - MODEL: no group_imbalanced / LBF_DST_PINNED retargeting / misfit / asym packing; the
 //   stopper skips the cache-hot test only through the failure counter, as the kernel does.
 // - MODEL: a balanced or pushed entity keeps Vcpu::pcpu at its last pCPU until it runs again
@@ -927,36 +930,106 @@ out_one_pinned:
   return 0;
 }
 
-bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& src) const {
+bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& src, NewidleBalance& nb) const {
   // newidle_balance(): "Will wake up very soon" / nothing overloaded anywhere -> do not pull.
+  nb.levels = 0;
   if (rqs_[p].avg_idle < cfg_.migration_cost || overloaded_.empty()) return false;
-  for (std::uint32_t l = 0; l < levels_.size(); ++l) {
+  // Then load_balance(CPU_NEWLY_IDLE) at every level from the bottom until one pulls (no
+  // max_newidle_lb_cost cut-off: balancing takes no time here). should_we_balance lets every
+  // newly idle CPU balance. Each level's exit path sets its domain's failure counter and
+  // interval as the periodic balancer's would, except that a failure is not counted ("We do
+  // not want newidle balance, which can be very frequent, pollute the failure counter"), and
+  // past cache_nice_tries + 2 failures it kicks an active balance too (need_active_balance).
+  topo::CpuSet kicked;  // stoppers this pass kicked already (busiest->active_balance)
+  for (std::uint32_t l = 0; l < levels_.size() && l < nb.at.size(); ++l) {
+    NewidleLevel& out = nb.at[l];
+    out = NewidleLevel{};
+    nb.levels = l + 1;
     LbEnv env;
     env.dst = p;
     env.level = l;
     env.idle = IdleType::kNewlyIdle;
     env.cpus = spans_[levels_[l].span_of[p]] & usable_;
     env.local_span = child_span(p, l);
-    if (!(overloaded_ & env.cpus).any()) continue;  // no runqueue here has a queued entity
     const topo::CpuSet local = spans_[env.local_span] & usable_;
-    for (;;) {
+    for (;;) {  // redo
       std::uint32_t busiest_span = 0;
-      if (!find_busiest_group(env, busiest_span)) break;
+      if (!find_busiest_group(env, busiest_span)) break;  // out_balanced
       const PcpuId busiest = find_busiest_queue(env, busiest_span);
-      if (busiest == kNoPcpu || rqs_[busiest].nr_running <= 1) break;
-      bool all_pinned = true;
-      const VcpuId c = first_detachable(env, busiest, f, all_pinned);
-      if (c != kNil) {
-        v = c;
-        src = busiest;
-        return true;
+      if (busiest == kNoPcpu) break;  // out_balanced
+      if (rqs_[busiest].nr_running > 1) {
+        out.all_pinned = true;  // LBF_ALL_PINNED, cleared by any entity allowed here
+        const VcpuId c = first_detachable(env, busiest, f, out.all_pinned);
+        if (c != kNil) {
+          out.exit = LbExit::kMoved;
+          out.all_pinned = false;
+          v = c;
+          src = busiest;
+          return true;
+        }
+        if (out.all_pinned) {
+          // "All tasks on this runqueue were pinned by CPU affinity": retry without it.
+          env.cpus.reset(busiest);
+          if (!env.cpus.subset_of(local)) continue;
+          break;  // out_all_pinned
+        }
       }
-      if (!all_pinned) break;
-      env.cpus.reset(busiest);
-      if (env.cpus.subset_of(local)) break;
+      // Nothing moved.
+      out.exit = LbExit::kFailed;
+      if (dom(p, l).nr_balance_failed > levels_[l].cache_nice_tries + 2) {
+        const VcpuId bc = running_curr(busiest);
+        if (bc == kNil || !hv_->vcpu(bc).hard.test(p)) {
+          out.exit = LbExit::kOnePinned;
+          out.all_pinned = true;
+          break;
+        }
+        out.exit = LbExit::kActive;
+        if (!rqs_[busiest].active_balance && !kicked.test(busiest)) {
+          out.kick = busiest;
+          kicked.set(busiest);
+        }
+      }
+      break;
     }
   }
   return false;
+}
+
+// Applies what newidle_choose decided for p's levels (load_balance's exit paths, in 5.7 order).
+void Cfs::newidle_apply(PcpuId p, const NewidleBalance& nb) {
+  for (std::uint32_t l = 0; l < nb.levels; ++l) {
+    const NewidleLevel& out = nb.at[l];
+    DomainState& sd = dom(p, l);
+    const std::uint32_t min_interval = spans_[levels_[l].span_of[p]].count();
+    const std::uint32_t max_interval = 2 * min_interval;
+    switch (out.exit) {
+      case LbExit::kMoved:
+        sd.nr_balance_failed = 0;
+        sd.balance_interval = min_interval;
+        break;
+      case LbExit::kFailed:
+        sd.balance_interval = min_interval;  // "We were unbalanced, so reset the balancing interval"
+        break;
+      case LbExit::kActive:
+        if (out.kick != kNoPcpu && !rqs_[out.kick].active_balance) {
+          rqs_[out.kick].active_balance = true;
+          rqs_[out.kick].push_cpu = p;
+          act_->tickle(out.kick);  // stop_one_cpu_nowait(active_load_balance_cpu_stop)
+          if (sd.balance_interval < max_interval) sd.balance_interval *= 2;
+        } else {
+          sd.balance_interval = min_interval;
+        }
+        sd.nr_balance_failed = levels_[l].cache_nice_tries + 1;  // "force task migration"
+        break;
+      case LbExit::kBalanced:
+        sd.nr_balance_failed = 0;
+        [[fallthrough]];
+      case LbExit::kOnePinned:
+        if ((out.all_pinned && sd.balance_interval < kMaxPinnedInterval) || sd.balance_interval < max_interval)
+          sd.balance_interval *= 2;
+        break;
+    }
+  }
 }
 
 VcpuId Cfs::push_candidate(PcpuId p) const {

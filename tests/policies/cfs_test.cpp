@@ -613,6 +613,51 @@ TEST(CfsBalance, BusyTasksSpreadOnePerCoreBeforePairingSiblings) {
   EXPECT_EQ(ch.cfs().active_migrations(), pushes);
 }
 
+// one_socket_ht(2): cores 0 (threads 0, 2) and 1 (threads 1, 3). Hogs a and b fork onto
+// threads 0 and 2 (x and y, 0.5 ms jobs, take 1 and 3 first, as above), so core 0 runs two hogs
+// and core 1 idles. With `newidle`, every 10 ms from 1 ms a 0.2 ms job pinned to thread 1 and two
+// 0.4 ms jobs pinned to thread 3 wake together. Returns the active migrations by 300 ms.
+std::uint64_t pushes_with_newidle_on_the_balancer(bool newidle) {
+  CfsHost ch(one_socket_ht(2));
+  std::vector<VcpuId> forked;
+  for (const char* n : {"a", "x", "b", "y"}) forked.push_back(ch.h.add_fake(test::vm(n, 1)).vcpus[0]);
+  const VcpuId j = ch.h.add_fake(test::vm("j", 1, test::cpus({1}))).vcpus[0];
+  const VcpuId k1 = ch.h.add_fake(test::vm("k1", 1, test::cpus({3}))).vcpus[0];
+  const VcpuId k2 = ch.h.add_fake(test::vm("k2", 1, test::cpus({3}))).vcpus[0];
+  ch.h.start();
+  for (std::size_t i = 0; i < forked.size(); ++i) {
+    ch.h.fake().set_plan(forked[i], i % 2 == 0 ? FakeGuest::hog() : FakeGuest::job(0.5e6));
+    ch.h.fake().kick(forked[i]);
+  }
+  for (sim::Time t = sim::ms(1); t < sim::ms(300); t += sim::ms(10)) {
+    ch.h.run_until(t);
+    EXPECT_EQ(ch.h.topology().core_of(ch.host().vcpu(forked[0]).pcpu) + ch.h.topology().core_of(ch.host().vcpu(forked[2]).pcpu),
+              ch.cfs().active_migrations() > 0 ? 1u : 0u);
+    if (!newidle) continue;
+    for (const auto& [v, work] : {std::pair{j, 0.2e6}, std::pair{k1, 0.4e6}, std::pair{k2, 0.4e6}}) {
+      ch.h.fake().set_plan(v, FakeGuest::job(work));
+      ch.h.fake().kick(v);
+    }
+  }
+  ch.h.run_until(sim::ms(300));
+  return ch.cfs().active_migrations();
+}
+
+TEST(CfsBalance, NewlyIdleBalanceAtABalancedLevelResetsTheFailureCount) {
+  // Without the jobs, thread 1 (the first idle CPU of core 1) balances at MC on the 4 ms tick
+  // grid (interval 4-8 ms: 4 CPUs) and fails each time (a has_spare local group against a fully
+  // busy core with 2 > 0 + 1 tasks, whose runqueues each run one task): the 4th failure
+  // (cache_nice_tries 1 + 3) kicks a push, and the hogs end one per core.
+  EXPECT_EQ(pushes_with_newidle_on_the_balancer(false), 1u);
+  // With them, thread 3 holds two tasks when thread 1's job ends (rd->overload), so thread 1
+  // balances newly idle at every level: at MC its local group has an idle CPU and a busy one, so
+  // "local->idle_cpus <= busiest->idle_cpus + 1" finds it balanced, and out_balanced clears the
+  // failure count. The jobs run from 1 ms to 1.8 ms of each 10, between ticks, so the periodic
+  // balances still fail, but at most 3 times (8 ms of each 10 at 4 ms or more apart) before the
+  // next reset: no push, core 0 keeps both hogs.
+  EXPECT_EQ(pushes_with_newidle_on_the_balancer(true), 0u);
+}
+
 TEST(CfsBalance, TwiceAsManyBusyTasksAsCoresKeepEveryThreadBusy) {
   // The converse: 16 hogs on one_socket_ht(8) fill every thread at fork, and the balancer leaves
   // it so: every core group is fully busy (2 tasks on 2 threads, not above capacity x 117%), so
