@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,14 @@ class FixedPrio final : public hv::SchedulerPolicy {
   hv::SchedActions* act_ = nullptr;
 };
 
+/// Sets each VM's vCPU 0 hogging and kicks it, in the order given.
+void hog_all(TestHost& h, std::initializer_list<const TestHost::Vm*> vms) {
+  for (const TestHost::Vm* vm : vms) {
+    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
+    h.fake().kick(vm->vcpus[0]);
+  }
+}
+
 /// Checks that no core runs two cookies now.
 void expect_cookie_compatible(hv::Host& h, const topo::Topology& t) {
   for (hv::PcpuId p = 0; p < t.num_threads(); ++p) {
@@ -147,10 +156,7 @@ TEST(CoreSchedForcedIdle, MismatchedCookiesAlternateAndAreAccounted) {
   auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
   auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   h.run_sampled(sim::seconds(2), sim::ms(1), [&] { expect_cookie_compatible(h.host(), h.topology()); });
   hv::Host& host = h.host();
   const double T = static_cast<double>(host.measured());
@@ -195,10 +201,7 @@ void co_run(std::uint64_t ca, std::uint64_t cb, bool expect_together) {
   auto a = h.add_fake(tagged("a", ca, test::cpus({0})));
   auto b = h.add_fake(tagged("b", cb, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   h.run_until(sim::seconds(1));
   const double T = static_cast<double>(h.host().measured());
   for (auto* vm : {&a, &b}) {
@@ -218,10 +221,7 @@ TEST(CoreSchedOff, CookiesIgnoredWhenDisabled) {
   auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
   auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   h.run_until(sim::seconds(1));
   for (auto* vm : {&a, &b}) EXPECT_EQ(h.host().vcpu_stats(vm->vcpus[0]).running, sim::seconds(1));
   EXPECT_EQ(h.host().core_picks(), 0u);
@@ -300,10 +300,7 @@ TEST(CoreSchedCookies, SiblingPickSwitchesARunnerThatIsNotLeftmost) {
   auto a = h.add_fake(tagged("a", 5, test::cpus({1})));
   auto b = h.add_fake(tagged("b", 5, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   h.run_until(sim::ms(100));
   const std::uint64_t before = h.fake().preemptions(a.vcpus[0]) + h.fake().preemptions(b.vcpus[0]);
   const std::uint64_t picks_before = h.host().core_picks();
@@ -330,10 +327,7 @@ TEST(CoreSchedCookies, AWakeUpThatPreemptsNothingMakesNoCoreWidePick) {
   auto y = h.add_fake(tagged("y", 5, test::cpus({1})));
   auto w = h.add_fake(tagged("w", 5, test::cpus({0})));
   h.start();
-  for (auto* vm : {&x, &y}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&x, &y});
   h.run_until(sim::ms(50));
   const std::uint64_t picks = h.host().core_picks();
   h.fake().set_plan(w.vcpus[0], FakeGuest::job(100e3));
@@ -361,10 +355,7 @@ std::vector<sim::Duration> core_turns(const std::string& preset) {
   auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
   auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   std::vector<sim::Duration> turns;
   VcpuId holder = hv::kIdle;
   sim::Time since = 0;
@@ -423,10 +414,7 @@ double starved_share(CoreSchedParams cs, bool fixed_zero_prio) {
   auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
   auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   h.run_sampled(sim::seconds(2), sim::ms(1), [&] { expect_cookie_compatible(h.host(), h.topology()); });
   const VcpuId starved = h.host().is_running(a.vcpus[0]) ? b.vcpus[0] : a.vcpus[0];
   const double sa = static_cast<double>(h.host().vcpu_stats(a.vcpus[0]).running);
@@ -475,10 +463,7 @@ sim::Time first_run_of_b(bool with_floor) {
   auto a = h.add_fake(tagged("a", 1, test::cpus({0})));
   auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   sim::Time first = -1;
   h.run_sampled(sim::ms(600), sim::us(100), [&] {
     expect_cookie_compatible(h.host(), h.topology());
@@ -510,10 +495,7 @@ double share_with_wakeups_on_the_idle_thread(CoreSchedParams cs) {
   auto b = h.add_fake(tagged("b", 2, test::cpus({1})));
   auto w = h.add_fake(tagged("w", 2, test::cpus({1})));
   h.start();
-  for (auto* vm : {&a, &b}) {
-    h.fake().set_plan(vm->vcpus[0], FakeGuest::hog());
-    h.fake().kick(vm->vcpus[0]);
-  }
+  hog_all(h, {&a, &b});
   for (sim::Time t = sim::ms(10); t <= sim::seconds(2); t += sim::ms(10)) {
     h.run_until(t);
     expect_cookie_compatible(h.host(), h.topology());
