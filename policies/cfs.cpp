@@ -326,6 +326,7 @@ void Cfs::attach(const hv::SchedContext& ctx) {
     rq.avg_idle = 2 * cfg_.migration_cost;  // sched_init(): rq->avg_idle = 2*sysctl_sched_migration_cost
   }
   decision_.assign(np, Decision{});
+  newidle_.assign(np, NewidleBalance{});
   idle_ = usable_;
   overloaded_.clear();
   idle_cores_.clear();
@@ -1072,6 +1073,7 @@ int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
 // Hooks: pick, commit.
 
 hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
+  newidle_[p].levels = 0;  // this pick's newidle_balance, if it runs one
   Runqueue& rq = rqs_[p];
   Decision d;
   update_curr(p, now);
@@ -1122,7 +1124,7 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
       // Core scheduling's pick_task for a sibling (fresh, not the picking CPU's own pick) does no
       // balancing: pick_next_task balances only the local rq (put_prev_task_balance).
       const bool sibling_pick = f.fresh && !f.core;
-      if (!forced_idle && !sibling_pick && newidle_choose(p, f, pulled, src, d.newidle)) {
+      if (!forced_idle && !sibling_pick && newidle_choose(p, f, pulled, src, newidle_[p])) {
         se = pulled;
         d.pull_from = src;
       } else if (forced_idle && (pulled = steal_cookie(p, f, src)) != kNil) {
@@ -1255,10 +1257,13 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
     d.slice = slice;
     d.keep = want != kNil && want == current_task(p);
     if (want != kNil && !d.keep && ents_[want].on_rq && ents_[want].rq != p) d.pull_from = ents_[want].rq;
+    newidle_[p].levels = 0;  // the pick that balanced is not the one committed
   }
   if (d.tick && want != d.prev) ++tick_preemptions_;
   rq.need_resched = false;
-  newidle_apply(p, d.newidle);
+  // newidle_balance's exits at each level it visited (its pull is d.pull_from, below).
+  for (std::uint32_t l = 0; l < newidle_[p].levels; ++l) apply_lb_exit(p, l, newidle_[p].at[l]);
+  newidle_[p].levels = 0;
   // check_preempt_tick(): "ran > ideal" also clears the preempted entity's buddy marks.
   if (d.clear_buddies_of != kNil && ents_[d.clear_buddies_of].on_rq && ents_[d.clear_buddies_of].rq == p)
     clear_buddies(p, d.clear_buddies_of);

@@ -279,9 +279,10 @@ class Cfs final : public hv::SchedulerPolicy {
     std::vector<std::uint32_t> span_of; // span id per pCPU
   };
   /// What pick_next chose, for set_next / put_prev to commit (pick_task vs set_next_task).
-  /// What newidle_balance's load_balance(CPU_NEWLY_IDLE) did at each level it visited, bottom-up:
-  /// the domain's failure counter and interval as its exit path leaves them, and the busiest CPU
-  /// whose stopper it kicks (active balance). Decided at the pick, applied when it commits.
+  /// How one load_balance() call at a level ended: its exit path sets the domain's failure
+  /// counter and interval (apply_lb_exit), and may kick the busiest CPU's stopper. The periodic
+  /// balancer applies it at once; newidle_balance's is decided at the pick and applied when it
+  /// commits.
   enum class LbExit : std::uint8_t {
     kBalanced,   // out_balanced / out_all_pinned: nr_balance_failed = 0, the interval doubles
     kOnePinned,  // out_one_pinned (busiest's current task cannot come here): the interval doubles
@@ -289,14 +290,15 @@ class Cfs final : public hv::SchedulerPolicy {
     kFailed,     // nothing moved, no active balance: interval = min (newidle does not count a failure)
     kActive,     // need_active_balance: nr_balance_failed = cache_nice_tries + 1, kick `kick`
   };
-  struct NewidleLevel {
+  struct LbOutcome {
     LbExit exit = LbExit::kBalanced;
     bool all_pinned = false;            // LBF_ALL_PINNED at the exit (the longer pinned interval)
     hv::PcpuId kick = hv::kNoPcpu;      // kActive: the stopper kicked (kNoPcpu: busiest already had one)
   };
+  /// newidle_balance's outcome at each level it visited, bottom-up.
   struct NewidleBalance {
     std::uint32_t levels = 0;           // levels visited; 0: newidle_balance did not run
-    std::array<NewidleLevel, 16> at{};
+    std::array<LbOutcome, 16> at{};
   };
 
   struct Decision {
@@ -312,7 +314,6 @@ class Cfs final : public hv::SchedulerPolicy {
     bool active_done = false;           // the stopper ran: clear rq.active_balance at commit
     bool restart = false;               // keep, but set_next_task restarts the slice (PickFilter::core)
     sim::Duration slice = 0;
-    NewidleBalance newidle;             // load_balance(CPU_NEWLY_IDLE) per level, applied at commit
   };
 
   // Accounting and the timeline (cfs.cpp).
@@ -448,7 +449,7 @@ class Cfs final : public hv::SchedulerPolicy {
   int load_balance(hv::PcpuId p, std::uint32_t level, IdleType idle, bool& continue_balancing, sim::Time now);
   /// Newly-idle balancing for p, as a choice (entity and its runqueue) that set_next commits.
   bool newidle_choose(hv::PcpuId p, const hv::PickFilter& f, hv::VcpuId& v, hv::PcpuId& src, NewidleBalance& nb) const;
-  void newidle_apply(hv::PcpuId p, const NewidleBalance& nb);
+  void apply_lb_exit(hv::PcpuId p, std::uint32_t level, const LbOutcome& out);
   /// Core scheduling's forced-newidle balancer: a queued entity of the filter's (non-zero) cookie
   /// that p may steal, and its runqueue; kNil if none.
   hv::VcpuId steal_cookie(hv::PcpuId p, const hv::PickFilter& f, hv::PcpuId& src) const;
@@ -484,6 +485,7 @@ class Cfs final : public hv::SchedulerPolicy {
   std::vector<std::uint32_t> shares_;    // by group: tg->shares
   std::vector<std::uint64_t> tg_load_;   // by group: its runqueues' contributions summed (tg->load_avg)
   std::vector<Decision> decision_;
+  std::vector<NewidleBalance> newidle_;  ///< per pCPU: the pending pick's newidle_balance, applied by set_next
   topo::CpuSet usable_;
   topo::CpuSet idle_;                  // usable CPUs with nr_running == 0 (available_idle_cpu)
   topo::CpuSet overloaded_;            // CPUs with nr_running >= 2 (rd->overload when any)

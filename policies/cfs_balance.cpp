@@ -863,9 +863,7 @@ int Cfs::load_balance(PcpuId p, std::uint32_t l, IdleType idle, bool& continue_b
   env.cpus = spans_[lv.span_of[p]] & usable_;
   env.local_span = child_span(p, l);
   const topo::CpuSet local = spans_[env.local_span] & usable_;
-  const std::uint32_t min_interval = spans_[lv.span_of[p]].count();
-  const std::uint32_t max_interval = 2 * min_interval;
-  bool all_pinned = false, active = false;
+  LbOutcome out;  // out_balanced unless found otherwise
   int moved = 0;
 
   // should_we_balance(): the first idle CPU of the local group, else its first CPU.
@@ -874,60 +872,48 @@ int Cfs::load_balance(PcpuId p, std::uint32_t l, IdleType idle, bool& continue_b
     const PcpuId balance_cpu = idle_local.any() ? idle_local.first() : local.first();
     if (balance_cpu != p) {
       continue_balancing = false;
-      goto out_balanced;
+      apply_lb_exit(p, l, out);
+      return 0;
     }
   }
   for (;;) {  // redo
     std::uint32_t busiest_span = 0;
-    if (!find_busiest_group(env, busiest_span)) goto out_balanced;
+    if (!find_busiest_group(env, busiest_span)) break;  // out_balanced
     const PcpuId busiest = find_busiest_queue(env, busiest_span);
-    if (busiest == kNoPcpu) goto out_balanced;
+    if (busiest == kNoPcpu) break;  // out_balanced
     if (rqs_[busiest].nr_running > 1) {
-      all_pinned = true;  // LBF_ALL_PINNED, cleared by any entity allowed here
-      moved = static_cast<int>(detach_and_attach(env, busiest, all_pinned, now));
-      if (all_pinned) {
+      out.all_pinned = true;  // LBF_ALL_PINNED, cleared by any entity allowed here
+      moved = static_cast<int>(detach_and_attach(env, busiest, out.all_pinned, now));
+      if (out.all_pinned) {
         // "All tasks on this runqueue were pinned by CPU affinity": retry without it.
         env.cpus.reset(busiest);
         if (!env.cpus.subset_of(local)) continue;
-        goto out_all_pinned;
+        break;  // out_all_pinned
       }
     }
     if (moved == 0) {
       ++sd.nr_balance_failed;
+      out.exit = LbExit::kFailed;
       // need_active_balance(): only after repeated failures here (no capacity-reduced CPUs).
       if (sd.nr_balance_failed > lv.cache_nice_tries + 2) {
-        Runqueue& b = rqs_[busiest];
         const VcpuId bc = running_curr(busiest);
         // "Don't kick the active_load_balance_cpu_stop, if the curr task on busiest CPU can't be
         // moved to this_cpu."
         if (bc == kNil || !hv_->vcpu(bc).hard.test(p)) {
-          all_pinned = true;
-          goto out_one_pinned;
+          out.exit = LbExit::kOnePinned;
+          out.all_pinned = true;
+          break;
         }
-        if (!b.active_balance) {
-          b.active_balance = true;
-          b.push_cpu = p;
-          active = true;
-          act_->tickle(busiest);  // stop_one_cpu_nowait(active_load_balance_cpu_stop)
-        }
-        sd.nr_balance_failed = lv.cache_nice_tries + 1;  // "force task migration"
+        out.exit = LbExit::kActive;
+        if (!rqs_[busiest].active_balance) out.kick = busiest;
       }
     } else {
-      sd.nr_balance_failed = 0;
+      out.exit = LbExit::kMoved;
     }
-    if (!active) sd.balance_interval = min_interval;  // "We were unbalanced, so reset the balancing interval"
-    else if (sd.balance_interval < max_interval) sd.balance_interval *= 2;
-    return moved;
+    break;
   }
-
-out_balanced:
-out_all_pinned:
-  sd.nr_balance_failed = 0;
-out_one_pinned:
-  // Tune up the balancing interval.
-  if ((all_pinned && sd.balance_interval < kMaxPinnedInterval) || sd.balance_interval < max_interval)
-    sd.balance_interval *= 2;
-  return 0;
+  apply_lb_exit(p, l, out);
+  return moved;
 }
 
 bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& src, NewidleBalance& nb) const {
@@ -942,8 +928,8 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
   // past cache_nice_tries + 2 failures it kicks an active balance too (need_active_balance).
   topo::CpuSet kicked;  // stoppers this pass kicked already (busiest->active_balance)
   for (std::uint32_t l = 0; l < levels_.size() && l < nb.at.size(); ++l) {
-    NewidleLevel& out = nb.at[l];
-    out = NewidleLevel{};
+    LbOutcome& out = nb.at[l];
+    out = LbOutcome{};
     nb.levels = l + 1;
     LbEnv env;
     env.dst = p;
@@ -995,40 +981,40 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
   return false;
 }
 
-// Applies what newidle_choose decided for p's levels (load_balance's exit paths, in 5.7 order).
-void Cfs::newidle_apply(PcpuId p, const NewidleBalance& nb) {
-  for (std::uint32_t l = 0; l < nb.levels; ++l) {
-    const NewidleLevel& out = nb.at[l];
-    DomainState& sd = dom(p, l);
-    const std::uint32_t min_interval = spans_[levels_[l].span_of[p]].count();
-    const std::uint32_t max_interval = 2 * min_interval;
-    switch (out.exit) {
-      case LbExit::kMoved:
-        sd.nr_balance_failed = 0;
+// load_balance()'s exit paths (5.7), for the periodic balancer and newidle_balance alike: the
+// failure counter (a periodic failure was already counted) and the interval, which resets when
+// the level was unbalanced and doubles when it was balanced or pinned, or when a stopper was
+// kicked; the kick itself.
+void Cfs::apply_lb_exit(PcpuId p, std::uint32_t l, const LbOutcome& out) {
+  DomainState& sd = dom(p, l);
+  const std::uint32_t min_interval = spans_[levels_[l].span_of[p]].count();
+  const std::uint32_t max_interval = 2 * min_interval;
+  switch (out.exit) {
+    case LbExit::kMoved:
+      sd.nr_balance_failed = 0;
+      sd.balance_interval = min_interval;  // "We were unbalanced, so reset the balancing interval"
+      break;
+    case LbExit::kFailed:
+      sd.balance_interval = min_interval;
+      break;
+    case LbExit::kActive:
+      if (out.kick != kNoPcpu && !rqs_[out.kick].active_balance) {
+        rqs_[out.kick].active_balance = true;
+        rqs_[out.kick].push_cpu = p;
+        act_->tickle(out.kick);  // stop_one_cpu_nowait(active_load_balance_cpu_stop)
+        if (sd.balance_interval < max_interval) sd.balance_interval *= 2;
+      } else {
         sd.balance_interval = min_interval;
-        break;
-      case LbExit::kFailed:
-        sd.balance_interval = min_interval;  // "We were unbalanced, so reset the balancing interval"
-        break;
-      case LbExit::kActive:
-        if (out.kick != kNoPcpu && !rqs_[out.kick].active_balance) {
-          rqs_[out.kick].active_balance = true;
-          rqs_[out.kick].push_cpu = p;
-          act_->tickle(out.kick);  // stop_one_cpu_nowait(active_load_balance_cpu_stop)
-          if (sd.balance_interval < max_interval) sd.balance_interval *= 2;
-        } else {
-          sd.balance_interval = min_interval;
-        }
-        sd.nr_balance_failed = levels_[l].cache_nice_tries + 1;  // "force task migration"
-        break;
-      case LbExit::kBalanced:
-        sd.nr_balance_failed = 0;
-        [[fallthrough]];
-      case LbExit::kOnePinned:
-        if ((out.all_pinned && sd.balance_interval < kMaxPinnedInterval) || sd.balance_interval < max_interval)
-          sd.balance_interval *= 2;
-        break;
-    }
+      }
+      sd.nr_balance_failed = levels_[l].cache_nice_tries + 1;  // "force task migration"
+      break;
+    case LbExit::kBalanced:  // out_balanced, out_all_pinned
+      sd.nr_balance_failed = 0;
+      [[fallthrough]];
+    case LbExit::kOnePinned:  // out_one_pinned: tune up the balancing interval
+      if ((out.all_pinned && sd.balance_interval < kMaxPinnedInterval) || sd.balance_interval < max_interval)
+        sd.balance_interval *= 2;
+      break;
   }
 }
 
