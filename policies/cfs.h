@@ -449,6 +449,7 @@ class Cfs final : public hv::SchedulerPolicy {
   int load_balance(hv::PcpuId p, std::uint32_t level, IdleType idle, bool& continue_balancing, sim::Time now);
   /// Newly-idle balancing for p, as a choice (entity and its runqueue) that set_next commits.
   bool newidle_choose(hv::PcpuId p, const hv::PickFilter& f, hv::VcpuId& v, hv::PcpuId& src, NewidleBalance& nb) const;
+  void failed_exit(hv::PcpuId p, std::uint32_t level, hv::PcpuId busiest, LbOutcome& out) const;
   void apply_lb_exit(hv::PcpuId p, std::uint32_t level, const LbOutcome& out);
   /// Core scheduling's forced-newidle balancer: a queued entity of the filter's (non-zero) cookie
   /// that p may steal, and its runqueue; kNil if none.

@@ -893,20 +893,7 @@ int Cfs::load_balance(PcpuId p, std::uint32_t l, IdleType idle, bool& continue_b
     }
     if (moved == 0) {
       ++sd.nr_balance_failed;
-      out.exit = LbExit::kFailed;
-      // need_active_balance(): only after repeated failures here (no capacity-reduced CPUs).
-      if (sd.nr_balance_failed > lv.cache_nice_tries + 2) {
-        const VcpuId bc = running_curr(busiest);
-        // "Don't kick the active_load_balance_cpu_stop, if the curr task on busiest CPU can't be
-        // moved to this_cpu."
-        if (bc == kNil || !hv_->vcpu(bc).hard.test(p)) {
-          out.exit = LbExit::kOnePinned;
-          out.all_pinned = true;
-          break;
-        }
-        out.exit = LbExit::kActive;
-        if (!rqs_[busiest].active_balance) out.kick = busiest;
-      }
+      failed_exit(p, l, busiest, out);
     } else {
       out.exit = LbExit::kMoved;
     }
@@ -960,25 +947,33 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
           break;  // out_all_pinned
         }
       }
-      // Nothing moved.
-      out.exit = LbExit::kFailed;
-      if (dom(p, l).nr_balance_failed > levels_[l].cache_nice_tries + 2) {
-        const VcpuId bc = running_curr(busiest);
-        if (bc == kNil || !hv_->vcpu(bc).hard.test(p)) {
-          out.exit = LbExit::kOnePinned;
-          out.all_pinned = true;
-          break;
-        }
-        out.exit = LbExit::kActive;
-        if (!rqs_[busiest].active_balance && !kicked.test(busiest)) {
-          out.kick = busiest;
-          kicked.set(busiest);
-        }
+      // Nothing moved (no failure is counted).
+      failed_exit(p, l, busiest, out);
+      if (out.kick != kNoPcpu) {
+        if (kicked.test(out.kick)) out.kick = kNoPcpu;  // a lower level of this pass kicked it
+        else kicked.set(out.kick);
       }
       break;
     }
   }
   return false;
+}
+
+// need_active_balance() after a balance that moved nothing, with the failure already counted
+// (or, newly idle, not): past cache_nice_tries + 2 failures, kick busiest's stopper unless it
+// has one running ("Don't kick the active_load_balance_cpu_stop, if the curr task on busiest CPU
+// can't be moved to this_cpu": out_one_pinned). No capacity-reduced CPUs here.
+void Cfs::failed_exit(PcpuId p, std::uint32_t l, PcpuId busiest, LbOutcome& out) const {
+  out.exit = LbExit::kFailed;
+  if (dom(p, l).nr_balance_failed <= levels_[l].cache_nice_tries + 2) return;
+  const VcpuId bc = running_curr(busiest);
+  if (bc == kNil || !hv_->vcpu(bc).hard.test(p)) {
+    out.exit = LbExit::kOnePinned;
+    out.all_pinned = true;
+    return;
+  }
+  out.exit = LbExit::kActive;
+  if (!rqs_[busiest].active_balance) out.kick = busiest;
 }
 
 // load_balance()'s exit paths (5.7), for the periodic balancer and newidle_balance alike: the
