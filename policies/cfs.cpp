@@ -95,9 +95,14 @@
 // leftmost's vruntime, and the next buddy wins iff it is within wakeup_gran of `left`. Nothing
 // shields an entity that was just picked (no minimum run on this path; min_granularity guards
 // only tick preemption), so a vCPU switched in a moment before is preempted like any other.
-// MODEL: only yield_to uses resched_remote; wake-up preemption of a remote pCPU's entity
-// (check_preempt_wakeup -> resched_task, also an IPI in Linux) still reschedules at once, as
-// every calibrated CFS figure so far was measured with it.
+// Wake-up preemption takes the same path: check_preempt_wakeup -> resched_task(rq->curr) runs on
+// the CPU the wake-up runs on (the waker's, or the wakee's prev for a timer or device interrupt
+// there; pick_cpu notes it), so a wakee placed on another CPU preempts that CPU's entity one
+// reschedule IPI later, and one placed on the waking CPU at once.
+// MODEL: an idle CPU is woken at once (an idle loop polling need_resched: 3.16+'s
+// TIF_POLLING_NRFLAG over mwait; 3.10's idle loop cleared it and took the IPI as well), and a
+// wakee is enqueued at once, where 3.10's TTWU_QUEUE queued a wake-up across caches to the
+// target's wake_list until its IPI.
 //
 // Core scheduling priority (core_priority, Linux prio_less -> cfs_prio_less). kRaw: -vruntime of
 // the task's root-level entity (its group entity, or itself), the raw per-runqueue value the
@@ -196,6 +201,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace vcpusim::policy {
 
@@ -944,7 +950,7 @@ void Cfs::maybe_rearm(PcpuId p, sim::Time now) {
   if (s > 0 && now + s < rq.armed_end) act_->tickle(p);
 }
 
-void Cfs::check_preempt_curr(PcpuId p, VcpuId v, sim::Time now) {
+void Cfs::check_preempt_curr(PcpuId p, VcpuId v, sim::Time now, PcpuId from) {
   // check_preempt_wakeup(), also reached from attach_task() for balanced entities. The two
   // tasks are compared where their hierarchies meet (find_matching_se): in their group's
   // runqueue when they share one, else as their root-level entities.
@@ -969,7 +975,10 @@ void Cfs::check_preempt_curr(PcpuId p, VcpuId v, sim::Time now) {
       rq.need_resched = true;
       ++wakeup_preemptions_;
       if (scale && is_task(se)) set_buddy(p, se, &CfsRq::last);  // LAST_BUDDY, with nr_running >= sched_nr_latency
-      act_->tickle(p);
+      // resched_task(curr): on this CPU, schedule() on the way out of the wake-up; on another,
+      // smp_send_reschedule(), and p's current entity runs on until the IPI arrives.
+      if (from != kNoPcpu && from != p) act_->resched_remote(p);
+      else act_->tickle(p);
       return;
     }
   }
@@ -1022,7 +1031,7 @@ void Cfs::wake(VcpuId v, sim::Time now) {
     rq.avg_idle = std::min(rq.avg_idle, 2 * cfg_.migration_cost);
     rq.idle_stamp = kNoStamp;
   }
-  check_preempt_curr(p, v, now);
+  check_preempt_curr(p, v, now, std::exchange(wake_cpu_, kNoPcpu));
 }
 
 void Cfs::sleep(VcpuId v, sim::Time now) {

@@ -394,7 +394,9 @@ class Cfs final : public hv::SchedulerPolicy {
   sim::Time next_tick_at_or_after(sim::Time t, sim::Time now) const;
   sim::Duration keep_slice(hv::PcpuId p, sim::Time now) const;
   void maybe_rearm(hv::PcpuId p, sim::Time now);
-  void check_preempt_curr(hv::PcpuId p, hv::VcpuId v, sim::Time now);
+  /// check_preempt_wakeup() of v on p's runqueue, run on CPU `from` (kNoPcpu: on p itself); a
+  /// preemption of a remote p's current entity goes by reschedule IPI (resched_remote).
+  void check_preempt_curr(hv::PcpuId p, hv::VcpuId v, sim::Time now, hv::PcpuId from = hv::kNoPcpu);
   hv::VcpuId running_curr(hv::PcpuId p) const;
   /// The task at the bottom of p's current entities, running or not (cfs_rq->curr chain).
   hv::VcpuId current_task(hv::PcpuId p) const;
@@ -511,6 +513,8 @@ class Cfs final : public hv::SchedulerPolicy {
   std::vector<SpanSums> sums_;                           // by span id
   std::vector<std::vector<std::uint32_t>> spans_with_;   // by pCPU: every span id containing it
 
+  /// The CPU the wake-up being placed runs on (pick_cpu sets it, wake() takes it); kNoPcpu: local.
+  hv::PcpuId wake_cpu_ = hv::kNoPcpu;
   std::uint64_t wakeup_preemptions_ = 0, tick_preemptions_ = 0, balance_migrations_ = 0;
   std::uint64_t newidle_pulls_ = 0, active_migrations_ = 0, wake_migrations_ = 0, cookie_steals_ = 0;
   std::uint64_t wake_affine_attempts_ = 0, wake_affine_moves_ = 0;

@@ -325,6 +325,11 @@ PcpuId Cfs::pick_cpu(VcpuId v, sim::Time now) {
   const hv::Vcpu& vc = hv_->vcpu(v);
   const topo::CpuSet allowed = vc.hard & usable_;
   const PcpuId prev = vc.pcpu;
+  // The CPU this wake-up runs on (smp_processor_id() in try_to_wake_up): the waker's, or prev's
+  // for a timer or device interrupt there. wake() reads it to tell a local preemption from one
+  // that needs a reschedule IPI. MODEL: a fork (wake_up_new_task) counts as local.
+  const PcpuId waker_cpu = hv_->wake_source().by.pcpu;
+  wake_cpu_ = waker_cpu != kNoPcpu ? waker_cpu : prev;
   if (!ents_[v].forked || prev == kNoPcpu || !allowed.test(prev)) {
     // wake_up_new_task: p->recent_used_cpu = task_cpu(p) (the parent's CPU), then
     // SD_BALANCE_FORK.

@@ -862,6 +862,48 @@ TEST(CfsYield, ARemoteCurrentAlreadyFlaggedGetsNoSecondIpi) {
   EXPECT_EQ(ch.host().pcpu(1).curr, cur);
 }
 
+TEST(CfsWakeup, PreemptionOfAnotherCpusEntityWaitsForTheReschedIpi) {
+  // check_preempt_wakeup -> resched_task(rq->curr) runs where the wake-up runs. W (pinned to
+  // CPU 1, asleep 50 ms, so placed latency/2 behind min_vruntime: it preempts H there) is woken
+  // three ways at 50 ms: by X running on CPU 0, a remote waker, H keeps CPU 1 until the IPI
+  // arrives, resched_ipi later; by a timer (the wake-up runs on prev, CPU 1) or by H itself, at
+  // once.
+  enum class By { kRemoteWaker, kTimer, kLocalWaker };
+  const sim::Duration ipi = hv::ExecParams{}.resched_ipi;
+  ASSERT_GT(ipi, 0);
+  const auto run = [&](By by) {
+    CfsHost ch(test::flat(2), {}, test::exact_host());
+    const VcpuId w = ch.pinned("w", 1);
+    const VcpuId h = ch.pinned("h", 1);
+    const VcpuId x = ch.pinned("x", 0);
+    ch.h.start();
+    ch.h.fake().set_plan(w, FakeGuest::job(1e3));
+    ch.h.fake().kick(w);
+    ch.h.run_until(sim::ms(1));
+    EXPECT_TRUE(ch.host().is_blocked(w));
+    for (VcpuId v : {h, x}) {
+      ch.h.fake().set_plan(v, FakeGuest::hog());
+      ch.h.fake().kick(v);
+    }
+    ch.h.run_until(sim::ms(50));
+    EXPECT_EQ(ch.host().pcpu(1).curr, h);
+    ch.h.fake().set_plan(w, FakeGuest::hog());
+    const std::uint64_t before = ch.cfs().wakeup_preemptions();
+    if (by == By::kTimer) ch.h.fake().kick(w);
+    else ch.host().kick_from(w, ch.host().waker(by == By::kRemoteWaker ? x : h), false);
+    EXPECT_EQ(ch.cfs().wakeup_preemptions(), before + 1);
+    ch.h.run_until(sim::ms(50) + ipi - 1);
+    const VcpuId early = ch.host().pcpu(1).curr;
+    ch.h.run_until(sim::ms(50) + ipi);
+    // Who runs on CPU 1 just before and when the IPI would arrive, as "w" / "h".
+    const auto name = [&](VcpuId v) { return v == w ? "w" : v == h ? "h" : "?"; };
+    return std::string(name(early)) + "," + name(ch.host().pcpu(1).curr);
+  };
+  EXPECT_EQ(run(By::kRemoteWaker), "h,w");
+  EXPECT_EQ(run(By::kTimer), "w,w");
+  EXPECT_EQ(run(By::kLocalWaker), "w,w");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Core scheduling's priority.
 
