@@ -37,6 +37,10 @@
 // after it); else the busy pCPU where it scores best: its credit lead over the running vCPU,
 // minus migrate_resist if not its own pCPU, must be positive, and running vCPUs younger than
 // ratelimit - 50 us are not preempted. The tickled pCPU is reserved for it until it schedules.
+// A tickle is raised from the pCPU the hook runs on (the waker's for a wake-up); a busy pCPU
+// other than that one schedules when the event-check IPI arrives, ExecParams::resched_ipi later
+// (cpu_raise_softirq -> smp_send_event_check_cpu), an idle one at once (tickle_cpu). At
+// sched-gran=core every tickle is at once (the unit view has no IPI).
 //
 // Placement across runqueues (csched2_res_pick) happens when a vCPU is created and when
 // balance_load() moves it. balance_load runs only right after a reset, on the pCPU that reset:
@@ -392,6 +396,7 @@ void Credit2::replenish(hv::DomainId dom, sim::Time now) {
 }
 
 void Credit2::on_timer(hv::TimerId t, sim::Time now) {
+  here_ = kNoPcpu;
   // Timer ids are domain ids: the per-domain cap replenishment timers (sdom->repl_timer).
   if (t < ds_.size() && ds_[t].cap > 0) replenish(t, now);
 }
@@ -439,11 +444,16 @@ void Credit2::smt_idle_clear(PcpuId p) {
   if (sibling_mask_[p].subset_of(smt_idle_)) smt_idle_ -= sibling_mask_[p];
 }
 
-// tickle_cpu(): mark, take its core out of smt_idle, raise SCHEDULE_SOFTIRQ.
+// tickle_cpu(): mark, take its core out of smt_idle, raise SCHEDULE_SOFTIRQ. cpu_raise_softirq()
+// of another pCPU sends it an event-check IPI (smp_send_event_check_cpu), so a busy one runs its
+// vCPU on until the IPI arrives (SchedActions::resched_remote); the mark is made at once, so no
+// other tickle picks it meanwhile. MODEL: an idle pCPU is woken at once (x86's
+// arch_skip_send_event_check: a CPU in mwait watches its softirq word and needs no IPI).
 void Credit2::tickle_cpu(PcpuId p) {
   tickled_.set(p);
   smt_idle_clear(p);
-  act_->tickle(p);
+  if (p == here_ || idle_.test(p)) act_->tickle(p);
+  else act_->resched_remote(p);
 }
 
 PcpuId Credit2::cycle_from(PcpuId from, const topo::CpuSet& mask) const {
@@ -545,7 +555,13 @@ void Credit2::runq_tickle(VcpuId v, sim::Time now) {
 
 // Xen does not call csched2_res_pick() on an ordinary wake: the vCPU stays where it is
 // assigned (its runqueue, via its processor); runq_tickle() then chooses the pCPU.
-PcpuId Credit2::pick_cpu(VcpuId v, sim::Time) { return vs_[v].processor; }
+// The wake-up runs on the waker's pCPU (an event channel's sender), or on the vCPU's own for its
+// timer (Xen keeps a vCPU's timers on v->processor); wake() tickles from there.
+PcpuId Credit2::pick_cpu(VcpuId v, sim::Time) {
+  const PcpuId waker_cpu = hv_->wake_source().by.pcpu;
+  here_ = waker_cpu != kNoPcpu ? waker_cpu : vs_[v].processor;
+  return vs_[v].processor;
+}
 
 // csched2_unit_wake().
 void Credit2::wake(VcpuId v, sim::Time now) {
@@ -570,6 +586,7 @@ void Credit2::wake(VcpuId v, sim::Time now) {
 // here, the context_saved() part in put_prev(). A queued vCPU (Xen's sleep: pause) is dequeued.
 void Credit2::sleep(VcpuId v, sim::Time now) {
   VcpuState& s = vs_[v];
+  here_ = s.processor;
   if (curr_[s.processor] == v) {
     burn_credits(v, now);
     if (has_cap(v) && s.budget <= 0) grab_budget(v, false, now);
@@ -680,6 +697,7 @@ sim::Duration Credit2::runtime(PcpuId p, const Decision& d, sim::Time now) const
 
 // csched2_schedule(), the choosing half.
 hv::Pick Credit2::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
+  here_ = p;
   flush_pending(p, now);
   // "Clear tickled bit now that we've been scheduled."
   if (tickled_.test(p)) {
@@ -699,6 +717,7 @@ hv::Pick Credit2::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
 
 // csched2_schedule(), the committing half.
 void Credit2::set_next(PcpuId p, VcpuId v, sim::Time now) {
+  here_ = p;
   const Decision d = decision_[p];
   decision_[p].valid = false;
   const std::uint32_t rq = rq_of_[p];
@@ -744,6 +763,7 @@ void Credit2::set_next(PcpuId p, VcpuId v, sim::Time now) {
 // Xen's context switch completes with csched2_context_saved(prev). A preempted vCPU's is run at
 // the end of its successor's set_next (see the essay); a blocked one's at once.
 void Credit2::put_prev(PcpuId p, VcpuId prev, sim::Time now) {
+  here_ = p;
   curr_[p] = kIdle;
   if (hv_->vcpu(prev).state == hv::Runstate::kRunnable) {
     // csched2_schedule: "If switching from a non-idle runnable unit, put it back on the runqueue."

@@ -250,6 +250,10 @@ class Credit2 final : public hv::SchedulerPolicy {
   // Xen's per-runqueue masks, kept host-wide: runqueues partition the pCPUs, so rqd->idle is
   // idle_ & rqd->active, and so on.
   topo::CpuSet idle_, tickled_, smt_idle_;
+  // smp_processor_id() of the hook running now: the pCPU a tickle of another one IPIs from.
+  // Each hook that can tickle sets it; kNoPcpu (a cap replenishment timer, which Xen arms on
+  // cpumask_any of the pool): every busy pCPU it tickles is remote.
+  hv::PcpuId here_ = hv::kNoPcpu;
   std::vector<hv::VcpuId> unpark_scratch_;   // reserved at insert: unparking never allocates
   std::uint64_t resets_ = 0, balance_moves_ = 0;
 };

@@ -468,7 +468,11 @@ TEST(Credit2Wake, StaysInItsRunqueueEvenWhenOnlyTheOtherHasIdlePcpus) {
 // it trails g0 (7 vs 8.1 ms: score < 0); on pCPU 1 it leads g1 (10 - (T - s) = 8 ms - lead) by
 // `lead`, and tickle_score() takes CSCHED2_MIGRATE_RESIST (500 us) off a pCPU that is not its
 // own. Returns whether w runs on pCPU 1 right after its wake.
-bool waker_preempts_with_lead(sim::Duration lead) {
+// Whether W, woken at 5 ms with a credit lead of `lead` over g1 (pinned to pCPU 1), runs on
+// pCPU 1 `after` the wake-up. By a timer (W's own pCPU is 0) the tickle of pCPU 1 is an IPI,
+// host.resched_ipi late; by g1 itself (`by_g1`, an event channel from pCPU 1) it is local.
+bool waker_preempts_with_lead(sim::Duration lead, sim::Duration after = hv::ExecParams{}.resched_ipi,
+                              bool by_g1 = false) {
   sim::ParamValues pv;
   pv.set("ratelimit", 0);
   TestHost h(test::flat(2), {}, 1, "credit2", pv);
@@ -489,8 +493,9 @@ bool waker_preempts_with_lead(sim::Duration lead) {
   h.fake().kick(g0);
   h.run_until(sim::ms(5));
   h.fake().set_plan(wv, FakeGuest::job(1e6));
-  h.fake().kick(wv);
-  h.run_until(sim::ms(5));
+  if (by_g1) h.host().kick_from(wv, h.host().waker(g1), false);
+  else h.fake().kick(wv);
+  h.run_until(sim::ms(5) + after);
   EXPECT_TRUE(h.host().is_running(g0)) << "w must not preempt g0, which has more credit";
   return h.host().is_running(wv) && h.host().vcpu(wv).pcpu == 1;
 }
@@ -500,6 +505,16 @@ TEST(Credit2Wake, PreemptsAnotherPcpuOnlyWithALeadAboveMigrateResist) {
   EXPECT_FALSE(waker_preempts_with_lead(sim::us(450)));
   EXPECT_TRUE(waker_preempts_with_lead(sim::us(550)));
   EXPECT_TRUE(waker_preempts_with_lead(sim::us(700)));
+}
+
+TEST(Credit2Wake, ATickleOfAnotherBusyPcpuArrivesByIpi) {
+  // cpu_raise_softirq(SCHEDULE_SOFTIRQ) of another pCPU sends an event-check IPI: g1 runs on
+  // until it arrives. Raised on pCPU 1 itself (g1 is the waker), the softirq runs at once.
+  const sim::Duration ipi = hv::ExecParams{}.resched_ipi;
+  ASSERT_GT(ipi, 0);
+  EXPECT_FALSE(waker_preempts_with_lead(sim::us(700), ipi - 1));
+  EXPECT_TRUE(waker_preempts_with_lead(sim::us(700), ipi));
+  EXPECT_TRUE(waker_preempts_with_lead(sim::us(700), 0, /*by_g1=*/true));
 }
 
 // ---------------------------------------------------------------------------------------------
