@@ -171,7 +171,8 @@
 //   nothing between VMs when every task is in a VM) and its per-vCPU vcpuN groups (one task each:
 //   folded into the task, which loses their own min_vruntime level); autogroup; bandwidth
 //   control (cpu.cfs_quota_us).
-// - PELT, except for the group runqueues' load averages behind calc_group_shares: balancing reads
+// - PELT, except for the group runqueues' load averages behind calc_group_shares (with each group
+//   task's own average, which moves with it when it changes CPU): balancing reads
 //   instantaneous runqueue loads (sum of runnable weights) and counts a busy CPU as fully utilised
 //   (see cfs_balance.cpp).
 // - RT/deadline classes, SCHED_BATCH/IDLE, CFS bandwidth control, NUMA balancing (task_numa_fault),
@@ -210,6 +211,16 @@ using hv::kIdle;
 using hv::kNoPcpu;
 using hv::PcpuId;
 using hv::VcpuId;
+
+namespace {
+// PELT's decay: a load average moves toward the load it carries with a half-life of 32 periods
+// of 1024 us (LOAD_AVG_PERIOD, y^32 = 1/2). MODEL: a continuous exponential instead of the
+// kernel's sums over 1024 us periods.
+double pelt_toward(double avg, double load, sim::Duration dt) {
+  constexpr double kHalfLife = 32.0 * 1024e3;  // ns
+  return load + (avg - load) * std::exp2(-static_cast<double>(dt) / kHalfLife);
+}
+}  // namespace
 
 // ----------------------------------------------------------------------------------------------
 // Construction and parameters.
@@ -607,7 +618,10 @@ void Cfs::enqueue_task(PcpuId p, VcpuId v, sim::Time now) {
   Entity& e = ents_[v];
   CfsRq& q = cfs_rq_at(v, p);
   const std::uint32_t g = group_of(v);
-  if (g != kNoGroup) update_group_avg(g, p, now);
+  if (g != kNoGroup) {
+    update_group_avg(g, p, now);
+    follow_task_avg(g, p, v, now);
+  }
   account_entity(q, p, v, true);
   account_enqueue(p, v);
   q.timeline.insert(v, e.vruntime);
@@ -633,7 +647,11 @@ void Cfs::dequeue_task(PcpuId p, VcpuId v, bool sleep, sim::Time now) {
   Entity& e = ents_[v];
   CfsRq& q = cfs_rq_at(v, p);
   const std::uint32_t g = group_of(v);
-  if (g != kNoGroup) update_group_avg(g, p, now);
+  if (g != kNoGroup) {
+    update_group_avg(g, p, now);
+    e.pelt = pelt_toward(e.pelt, static_cast<double>(e.weight), now - e.pelt_stamp);  // queued until now
+    e.pelt_stamp = now;
+  }
   if (sleep) {
     clear_buddies(p, v);
     if (q.curr != v) q.timeline.erase(v);
@@ -663,15 +681,13 @@ void Cfs::dequeue_task(PcpuId p, VcpuId v, bool sleep, sim::Time now) {
 }
 
 void Cfs::update_group_avg(std::uint32_t g, PcpuId p, sim::Time now) {
-  // PELT for a group runqueue: its load average follows the runnable weight it held, with a
-  // half-life of 32 periods of 1024 us (LOAD_AVG_PERIOD, y^32 = 1/2). MODEL: a continuous
-  // exponential instead of the kernel's sums over 1024 us periods. update_tg_load_avg(): the
-  // group's sum takes the change only when it exceeds 1/64 of the last contribution.
-  constexpr double kHalfLife = 32.0 * 1024e3;  // ns
+  // PELT for a group runqueue: its load average follows the runnable weight it held (the sum of
+  // its tasks' own averages, each of which follows that task's weight while queued there).
+  // update_tg_load_avg(): the group's sum takes the change only when it exceeds 1/64 of the
+  // last contribution.
   CfsRq& q = grq(g, p);
   if (now > q.avg_stamp) {
-    const double keep = std::exp2(-static_cast<double>(now - q.avg_stamp) / kHalfLife);
-    q.avg = static_cast<double>(q.load) + (q.avg - static_cast<double>(q.load)) * keep;
+    q.avg = pelt_toward(q.avg, static_cast<double>(q.load), now - q.avg_stamp);
     q.avg_stamp = now;
   }
   const auto avg = static_cast<std::uint64_t>(std::llround(q.avg));
@@ -680,6 +696,32 @@ void Cfs::update_group_avg(std::uint32_t g, PcpuId p, sim::Time now) {
     tg_load_[g] = tg_load_[g] - q.contrib + avg;
     q.contrib = avg;
   }
+}
+
+void Cfs::follow_task_avg(std::uint32_t g, PcpuId p, VcpuId v, sim::Time now) {
+  // A task's load average travels with it: 5.x's migrate_task_rq_fair() takes it off the
+  // runqueue it left (remove_entity_load_avg on a wake-up, detach_entity_cfs_rq for a balance
+  // move) and enqueue_entity() adds it to the new one (attach_entity_load_avg), so neither side
+  // keeps a decaying ghost of it. MODEL: a wake-up's removal is applied at once, where the kernel
+  // folds cfs_rq->removed in at that runqueue's next update.
+  Entity& e = ents_[v];
+  e.pelt = pelt_toward(e.pelt, e.on_rq ? static_cast<double>(e.weight) : 0.0, now - e.pelt_stamp);
+  e.pelt_stamp = now;
+  if (e.pelt_rq == p) return;
+  if (e.pelt_rq != kNoPcpu) {
+    update_group_avg(g, e.pelt_rq, now);
+    CfsRq& old = grq(g, e.pelt_rq);
+    old.avg = std::max(0.0, old.avg - e.pelt);
+    update_group_avg(g, e.pelt_rq, now);
+  }
+  grq(g, p).avg += e.pelt;
+  e.pelt_rq = p;
+  update_group_avg(g, p, now);
+}
+
+double Cfs::group_avg(VcpuId v, PcpuId p) const {
+  const std::uint32_t g = group_of(v);
+  return g == kNoGroup ? 0.0 : grq(g, p).avg;
 }
 
 void Cfs::update_cfs_group(std::uint32_t g, PcpuId p) {

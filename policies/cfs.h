@@ -171,6 +171,9 @@ class Cfs final : public hv::SchedulerPolicy {
   /// last updated there), and v's share of its CPU's load (task_h_load). Without groups: v's weight.
   std::uint32_t group_weight(hv::VcpuId v, hv::PcpuId p) const;
   std::uint64_t task_h_load(hv::VcpuId v) const;
+  /// Under `cgroups: per-domain`: the load average of v's group runqueue on pCPU p as last
+  /// updated (PELT's cfs_rq->avg.load_avg); 0 without groups.
+  double group_avg(hv::VcpuId v, hv::PcpuId p) const;
   /// v's vruntime (absolute, in the frame of the runqueue it is on or last slept on).
   std::int64_t vruntime(hv::VcpuId v) const { return ents_[v].vruntime; }
   /// The runqueue v is on (queued or running); kNoPcpu when blocked.
@@ -224,6 +227,12 @@ class Cfs final : public hv::SchedulerPolicy {
     hv::PcpuId rq = hv::kNoPcpu;        // the pCPU whose cfs_rq it is on (meaningful while on_rq)
     hv::PcpuId last_rq = hv::kNoPcpu;   // the cfs_rq it last left (its vruntime's frame)
     bool on_rq = false;                 // queued or running (se->on_rq)
+    // A task in a group: its own load average (se->avg.load_avg: its weight while on_rq, decayed
+    // otherwise) as of pelt_stamp, and the pCPU whose group runqueue carries it (kNoPcpu: none
+    // yet). It moves with the task (attach/detach_entity_load_avg).
+    double pelt = 0;
+    sim::Time pelt_stamp = 0;
+    hv::PcpuId pelt_rq = hv::kNoPcpu;
     bool forked = false;                // has been placed once (wake_up_new_task done)
     hv::VcpuId lru_prev = kNil, lru_next = kNil;  // rq->cfs_tasks, most recently picked first
     // Wake-up placement (task_struct fields, written when this entity WAKES another one).
@@ -363,6 +372,11 @@ class Cfs final : public hv::SchedulerPolicy {
   /// now (under the load it held since the last update), and the group's sum told when it moved
   /// by more than 1/64.
   void update_group_avg(std::uint32_t g, hv::PcpuId p, sim::Time now);
+  /// Task v (in a group) is being enqueued on p: its own average brought to now, and moved from
+  /// the group runqueue that carried it to p's if that is another (migrate_task_rq_fair's
+  /// remove_entity_load_avg / detach_entity_cfs_rq, then attach_entity_load_avg).
+  void follow_task_avg(std::uint32_t g, hv::PcpuId p, hv::VcpuId v, sim::Time now);
+
   /// calc_group_shares + reweight_entity for group g's entity on p.
   void update_cfs_group(std::uint32_t g, hv::PcpuId p);
   /// The best queued entity of q (leftmost) that is neither a nor b; kNil if none.

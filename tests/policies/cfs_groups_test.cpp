@@ -12,6 +12,7 @@
 // Every test also checks the policy's own consistency (check_consistency) as it runs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
@@ -211,6 +212,42 @@ TEST(CfsGroups, CorePriorityComparesRootEntitiesOrLeafLags) {
   // The tasks' own vruntimes run at nice 0 inside groups of weight 1024 each: after 203 ms the
   // three have run 203 ms between them, b's group half of it.
   EXPECT_NEAR(static_cast<double>(h.host().vcpu_stats(b.vcpus[0]).running), 101.5e6, 6e6);
+}
+
+TEST(CfsGroups, AMigratingTaskTakesItsLoadAverageAlong) {
+  // A (alone in its VM's group) runs 200 ms on its CPU, so its load average nears its weight
+  // (1 - 2^-(200/32.8) of 1024), and sleeps; H, pinned there, takes the CPU; A's wake-up finds
+  // its prev busy and the other CPU idle (select_idle_sibling) and moves. migrate_task_rq_fair /
+  // attach_entity_load_avg move A's average with it: the old CPU's group runqueue keeps none of
+  // it and the new one has it at once, so the group's shares there are whole (load = max(weight,
+  // average) over a group sum that is that load alone). A ghost left behind would halve them.
+  TestHost h(test::flat(2), test::exact_host(), 1, "cfs", groups(true));
+  const VcpuId a = h.add_fake(test::vm("a", 1)).vcpus[0];
+  const hv::PcpuId from = 0;
+  const VcpuId hog = h.add_fake(test::vm("h", 1, topo::CpuSet::single(from))).vcpus[0];
+  h.start();
+  h.fake().set_plan(a, FakeGuest::job(200e6));
+  h.fake().kick(a);
+  h.run_until(sim::ms(1));
+  ASSERT_EQ(h.host().vcpu(a).pcpu, from) << "the fork goes to the first idle CPU";
+  run_checked(h, sim::ms(202));
+  ASSERT_TRUE(h.host().is_blocked(a));
+  h.fake().set_plan(hog, FakeGuest::hog());
+  h.fake().kick(hog);
+  h.run_until(sim::ms(203));
+  Cfs& c = cfs_of(h);
+  const double before = c.group_avg(a, from);
+  EXPECT_GT(before, 900.0) << "A's 200 ms should have left its group's average near 1024";
+  h.fake().set_plan(a, FakeGuest::hog());
+  h.fake().kick(a);
+  const hv::PcpuId to = h.host().vcpu(a).pcpu;
+  ASSERT_NE(to, from);
+  EXPECT_LT(c.group_avg(a, from), 1.0);
+  // A's average as it blocked (the runqueue's as of then, A alone on it) decayed over the 3 ms
+  // it slept, at PELT's 32 x 1024 us half-life; the blocking instant is known to a few us.
+  EXPECT_NEAR(c.group_avg(a, to), before * std::exp2(-3.0 / 32.768), 2.0);
+  EXPECT_EQ(c.group_weight(a, to), 1024u);
+  run_checked(h, sim::ms(300));
 }
 
 TEST(CfsGroups, ConsistentThroughWakeupsBalancingAndAffinity) {
