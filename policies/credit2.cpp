@@ -447,8 +447,9 @@ void Credit2::smt_idle_clear(PcpuId p) {
 // tickle_cpu(): mark, take its core out of smt_idle, raise SCHEDULE_SOFTIRQ. cpu_raise_softirq()
 // of another pCPU sends it an event-check IPI (smp_send_event_check_cpu), so a busy one runs its
 // vCPU on until the IPI arrives (SchedActions::resched_remote); the mark is made at once, so no
-// other tickle picks it meanwhile. MODEL: an idle pCPU is woken at once (x86's
-// arch_skip_send_event_check: a CPU in mwait watches its softirq word and needs no IPI).
+// other tickle picks it meanwhile. An idle pCPU is woken at once: x86's arch_skip_send_event_check
+// (xen/arch/x86/acpi/cpu_idle.c) sends no IPI to a CPU in cpuidle_mwait_flags, which watches its
+// softirq word. MODEL: every idle pCPU counts as one in mwait.
 void Credit2::tickle_cpu(PcpuId p) {
   tickled_.set(p);
   smt_idle_clear(p);
