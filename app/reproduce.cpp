@@ -372,6 +372,15 @@ bool runs_published_row(const Reproduction& r, const SweepRun& run) {
   return std::any_of(r.published.begin(), r.published.end(), [&](const PublishedCell& c) { return c.row == row; });
 }
 
+// The sign of the model's change from `base` to `other` (+1, -1), or 0 when the change is within
+// the model's own run-to-run spread (hypot of the two stddevs, the published side's rule).
+int model_sign(const CellResult& base, const CellResult& other) {
+  const double change = other.model - base.model;
+  const auto sd = [](double s) { return std::isnan(s) ? 0.0 : s; };
+  if (std::fabs(change) <= std::hypot(sd(base.model_stddev), sd(other.model_stddev))) return 0;
+  return change > 0 ? 1 : -1;
+}
+
 std::vector<std::pair<const CellResult*, const CellResult*>> column_pairs(const Reproduction& r,
                                                                           const ReproductionResult& res) {
   std::vector<std::pair<const CellResult*, const CellResult*>> pairs;
@@ -449,7 +458,9 @@ ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::j
     const double change = other->pub.value - base->pub.value;
     if (std::fabs(change) <= std::hypot(base->pub.stddev, other->pub.stddev)) continue;
     ++res.significant;
-    if (base->samples && other->samples && (other->model - base->model > 0) == (change > 0)) ++res.significant_agree;
+    // The model must resolve the change by the same rule: beyond its own run-to-run spread, or
+    // a difference of noise would count as the published effect reproduced.
+    if (base->samples && other->samples && model_sign(*base, *other) == (change > 0 ? 1 : -1)) ++res.significant_agree;
   }
   // Ordering of rows within each column (in published-cell order of first appearance).
   for (const CellResult& c : res.cells) {
@@ -515,10 +526,13 @@ void write_reproduction(std::ostream& os, const Reproduction& r, const std::vect
       const double pub = pdiff(o->pub.value, b->pub.value), mod = pdiff(o->model, b->model);
       const bool sig = b->pub.stddev >= 0 && o->pub.stddev >= 0 &&
                        std::fabs(o->pub.value - b->pub.value) > std::hypot(b->pub.stddev, o->pub.stddev);
+      const int msign = model_sign(*b, *o);
+      const char* verdict = !sig ? ((mod > 0) == (pub > 0) ? "agrees" : "differs (published within noise)")
+                            : msign == 0 ? "not resolved (model within its noise)"
+                            : (msign > 0) == (pub > 0) ? "agrees" : "DIFFERS";
       fmt::print(os, "{:<16} | {:>10.2f} {:>8.2f} {:>10.2f} {:>8.2f} {:>+7.2f} {:<5} | {:>10.2f} {:>8.2f} {:>10.2f} {:>8.2f} {:>+7.2f} {}\n",
                  b->pub.row, b->pub.value, b->pub.stddev, o->pub.value, o->pub.stddev, pub, sig ? "above" : "below",
-                 b->model, b->model_stddev, o->model, o->model_stddev, mod,
-                 (mod > 0) == (pub > 0) ? "agrees" : sig ? "DIFFERS" : "differs (published within noise)");
+                 b->model, b->model_stddev, o->model, o->model_stddev, mod, verdict);
     }
   }
   if (!r.explain.empty()) {

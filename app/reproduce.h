@@ -94,7 +94,7 @@ struct ReproductionResult {
   double mean_abs_diff = 0;   ///< mean |diff_pct| over cells with model data
   std::size_t without_data = 0;  ///< cells no record gave a model value (an unfinished --from)
   /// Two-column tables: rows whose published change exceeds its noise, and how many of those
-  /// the model gets the sign of.
+  /// the model gets the sign of, by a change beyond its own noise (hypot of its two stddevs).
   std::size_t significant = 0, significant_agree = 0;
   /// The published ordering of the rows within each column: over every pair of rows of one
   /// column with model data, whether the model orders them as the publication does (a pair the
@@ -107,6 +107,9 @@ struct ReproductionResult {
 /// Two-column tables with a baseline column: (baseline cell, other cell) per row; else empty.
 std::vector<std::pair<const CellResult*, const CellResult*>> column_pairs(const Reproduction& r,
                                                                           const ReproductionResult& res);
+/// The sign of the model's change from `base` to `other`: +1 or -1, 0 when the change is within
+/// the model's own spread (hypot of the two cells' stddevs).
+int model_sign(const CellResult& base, const CellResult& other);
 ReproductionResult evaluate(const Reproduction& r, const std::vector<nlohmann::json>& records);
 void write_reproduction(std::ostream& os, const Reproduction& r, const std::vector<nlohmann::json>& records,
                         const ReproductionResult& res);

@@ -184,6 +184,42 @@ TEST(Reproduce, PublishedChangesAboveNoiseAndTheModelsSign) {
   EXPECT_EQ(res.significant_agree, 1u);
 }
 
+// A published change above its noise counts as reproduced only when the model's change is above
+// the model's own noise too (hypot of its two stddevs, the published side's rule): r1's model
+// runs move +2 with stddevs of 10 (no), r2's +30 with the same stddevs (yes).
+TEST(Reproduce, AModelChangeWithinItsOwnNoiseDoesNotReproduceAPublishedOne) {
+  auto crec = [](const std::string& row, const std::string& col, double v, int rep) {
+    return nlohmann::json{{"scenario", "r"},       {"column", col},        {"column_index", col == "base" ? 0 : 1},
+                          {"point", {{"case", row}}}, {"point_index", row == "r1" ? 0 : 1},
+                          {"repetition", rep},        {"metrics", {{"m", v}}}};
+  };
+  Reproduction r;
+  r.metric = "m";
+  r.rows = "case";
+  r.baseline_column = "base";
+  r.harmonic = false;
+  r.plan.columns = {"base", "patched"};
+  r.published = {{"r1", "base", "", 100, 10}, {"r1", "patched", "", 150, 10},
+                 {"r2", "base", "", 100, 10}, {"r2", "patched", "", 150, 10}};
+  std::vector<nlohmann::json> recs;
+  for (int i = 0; i < 2; ++i) {
+    const double dev = i == 0 ? -10 : 10;  // stddev 14.1 over two runs (n - 1)
+    recs.push_back(crec("r1", "base", 100 + dev, i));
+    recs.push_back(crec("r1", "patched", 102 + dev, i));
+    recs.push_back(crec("r2", "base", 100 + dev, i));
+    recs.push_back(crec("r2", "patched", 130 + dev, i));
+  }
+  const ReproductionResult res = evaluate(r, recs);
+  ASSERT_EQ(res.cells.size(), 4u);
+  EXPECT_EQ(res.significant, 2u);
+  EXPECT_EQ(res.significant_agree, 1u);
+  EXPECT_EQ(model_sign(res.cells[0], res.cells[1]), 0);
+  EXPECT_EQ(model_sign(res.cells[2], res.cells[3]), 1);
+  std::ostringstream os;
+  write_reproduction(os, r, recs, res);
+  EXPECT_NE(os.str().find("not resolved (model within its noise)"), std::string::npos) << os.str();
+}
+
 // A higher-is-better cell of runs {50, 150}: Hmean 75 by default, Amean 100 when the
 // publication's "Average" is arithmetic (mean: arithmetic).
 TEST(Reproduce, ModelMeanIsThePublicationsStatistic) {
