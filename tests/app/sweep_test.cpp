@@ -444,6 +444,42 @@ TEST(Sweep, AValueGivenTwiceIsRefused) {
   EXPECT_EQ(plan_error_of("sweep:\n  host.smt: [on, off]\n"), "no error");
 }
 
+// One CPU list spelt two ways in an affinity axis (cpus:[0,1] and cpus:0-1, [1, 0], cpus:[0, 1],
+// {cpus: [0, 1]}) ran its point twice with the same seeds, and compare counted it twice. node:N,
+// socket:N and the like stay apart from any cpus: list: their sets depend on the machine.
+TEST(Sweep, AnAffinityValueSpeltTwoWaysIsGivenTwice) {
+  const std::string twice = "this value is given twice";
+  for (const char* other : {"'cpus:[0-1]'", "'cpus:0-1'", "'cpus:[1,0]'", "'cpus:[0, 1]'", "[0, 1]", "[1, 0]",
+                            "{cpus: [0, 1]}", "{cpus: 0-1}", "'cpus:[0,0-1]'"}) {
+    SCOPED_TRACE(other);
+    EXPECT_EQ(plan_error_of(std::string("sweep:\n  vms.a.affinity.hard: ['cpus:[0,1]', ") + other + "]\n"),
+              "s.yaml:7:39: sweep.vms.a.affinity.hard[1]: this value is given twice (values[0] is the same): its point "
+              "would run twice with the same seeds and be counted twice");
+  }
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity.soft: ['cpus:[0-3,5]', 'cpus:[5,3,2,0,1]']\n").find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity.hard: ['node:0', 'node: 00']\n").find(twice), std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  zip:\n    - {vms.a.affinity.hard: ['cpus:[0,1]', 'cpus:0-1'], vms.a.count: [1, 1]}\n")
+                .find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  pin: {values: ['cpus:[0,1]', 'cpus:0-1'], paths: [vms.a.affinity.hard, "
+                          "vms.b.affinity.hard]}\n")
+                .find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity: [{hard: 'cpus:[0,1]'}, {hard: 'cpus:0-1'}]\n").find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity.per_vcpu.1.hard: ['cpus:[2,3]', 'cpus:2-3']\n").find(twice),
+            std::string::npos);
+  // Different sets, and expressions whose set depends on the machine, are different values.
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.affinity.hard: ['cpus:[0,1]', 'cpus:[0,2]', 'cpus:0-2', 'cpus:[1]']\n"),
+            "no error");
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.affinity.hard: ['node:0', 'cpus:[0-7]', all, 'socket:0', 'core:0', "
+                          "'cpus:[0,4]']\n"),
+            "no error");
+  // Only an affinity's value is read as one: elsewhere 'cpus:[0,1]' is a string like any other.
+  EXPECT_EQ(plan_error_of("sweep:\n  name: ['cpus:[0,1]', 'cpus:0-1']\n"), "no error");
+}
+
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
 // with no word said. Repetitions count (11 points of 10,000 repetitions are too many, 10 are
 // not), and a count past 2^64 does not wrap around (16 axes of 16 values are 2^64 points, which
