@@ -45,7 +45,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
       };
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, count_at("tasks_total"));
       if (r.contains("task_index")) seen_tasks.insert(count_at("task_index"));
-      const RecordKey k = key_of(r);
+      const RecordKey k = table_key_of(r);  // {"x": 2} and {"x": 2.0} are one run, as compare reads them
       if (const auto it = kept.find(k); it != kept.end()) {
         check_same_run(it->second, kept_from.at(k), r, path);
         ++rep.duplicates;

@@ -24,6 +24,12 @@ using RecordKey = std::tuple<std::string, std::string, std::uint32_t>;
 
 RecordKey key_of(const nlohmann::json& record);
 
+/// A record's point as tables print it ({field=value, ...}, values by value_label: 2 and 2.0,
+/// 4 and "4" are one row).
+std::string point_label(const nlohmann::json& point);
+/// key_of with the point as tables print it: the identity compare, plot and merge count by.
+RecordKey table_key_of(const nlohmann::json& record);
+
 /// A record whose key another record of `kept_from` already holds is a copy of the same run
 /// (overlapping shards, a repeated line) only if its seed and metrics are the same; else one of
 /// two different runs would be dropped, so this throws ConfigError naming `path`.

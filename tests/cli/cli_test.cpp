@@ -1234,6 +1234,57 @@ TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
   EXPECT_EQ(run("compare " + a).status, 0);
 }
 
+// compare lists a table's rows by point_index: a record of point 6 carrying point 1's index made
+// the rows of 6 vanish from the table, exit 0 (plot drew a line short of its last x).
+TEST(CliShard, PointIndicesThatDisagreeWithTheirPointsAreRefused) {
+  const std::string f = write_temp("pi.yaml", kSweep), a = fresh_dir("pi-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string all;
+  for (std::string l; std::getline(in, l);) {
+    const auto at = l.find("\"point_index\":");
+    if (l.find("\"point\":{\"vms.web.count\":6}") != std::string::npos && at != std::string::npos)
+      l.replace(at, l.find_first_of(",}", at) - at, "\"point_index\":0");
+    all += l + "\n";
+  }
+  const std::string moved = write_temp("pi-records.jsonl", all);
+  for (const char* cmd : {"compare ", "plot --x vms.web.count --y vm.web.throughput --out pi.png "}) {
+    const Outcome o = run(cmd + moved);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find("pi-records.jsonl: point_index: point_index 0 is point {vms.web.count=6} here and "
+                            "{vms.web.count=1} in "),
+              std::string::npos)
+        << cmd << o.output;
+  }
+  EXPECT_EQ(run("compare " + a).status, 0);
+}
+
+// A run repeated with its point written {"vms.web.count":3.0} (a tool that rewrites every number
+// as a float) went into the row of 3 a second time: compare counted its sample twice, exit 0,
+// and merge kept both. It is the same run, kept once, as a line repeated as it was.
+TEST(CliShard, ARunRepeatedWithItsPointSpeltAnotherWayIsCountedOnce) {
+  const std::string f = write_temp("ps.yaml", kSweep), a = fresh_dir("ps-a"), m = fresh_dir("ps-m");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  const std::string point = "\"point\":{\"vms.web.count\":3}";
+  std::string line;
+  while (std::getline(in, line) && line.find(point) == std::string::npos) {
+  }
+  const auto at = line.find(point);
+  ASSERT_NE(at, std::string::npos);
+  line.replace(at, point.size(), "\"point\":{\"vms.web.count\":3.0}");
+  const std::string b = write_temp("ps-records.jsonl", line + "\n");
+  const Outcome whole = run("compare " + a + " --format csv");
+  const Outcome again = run("compare " + a + " " + b + " --format csv");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("compare: 1 duplicate record(s) dropped"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.substr(again.output.find('\n') + 1), whole.output) << again.output;
+  const Outcome merged = run("merge " + a + " " + b + " --out " + m);
+  EXPECT_EQ(merged.status, 0) << merged.output;
+  EXPECT_EQ(count_lines(m + "/records.jsonl"), 12u) << merged.output;
+}
+
 // merge sized its list of missing tasks from a record's tasks_total: 10^9 in a hand-edited file
 // allocated gigabytes and ended in std::bad_alloc (exit 1).
 TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
