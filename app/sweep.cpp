@@ -6,7 +6,6 @@
 #include <charconv>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "app/affinity.h"
@@ -380,59 +379,59 @@ const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
   return nullptr;
 }
 
-// What an override path sets of a group's affinity: an expression (`...affinity.hard`, `.soft`,
-// `...affinity.per_vcpu.N.hard`), a whole `affinity:` block, its `per_vcpu` list or one entry.
-enum class AffinityPart { none, expression, block, per_vcpu_list, per_vcpu_entry };
-
-AffinityPart affinity_part(const std::string& path) {
+// Whether an override path is an affinity expression: `...affinity.hard` or `.soft`, or a
+// per-vCPU one (`...affinity.per_vcpu.N.hard`).
+bool is_affinity_expression(const std::string& path) {
   const auto parts = split_path(path);
   const auto at = [&](std::size_t back) { return parts.size() > back ? parts[parts.size() - 1 - back] : std::string(); };
-  if (at(0) == "affinity") return AffinityPart::block;
-  if (at(0) == "per_vcpu" && at(1) == "affinity") return AffinityPart::per_vcpu_list;
-  if (at(1) == "per_vcpu" && at(2) == "affinity") return AffinityPart::per_vcpu_entry;
-  if ((at(0) == "hard" || at(0) == "soft") && (at(1) == "affinity" || (at(2) == "per_vcpu" && at(3) == "affinity")))
-    return AffinityPart::expression;
-  return AffinityPart::none;
+  return (at(0) == "hard" || at(0) == "soft") && (at(1) == "affinity" || (at(2) == "per_vcpu" && at(3) == "affinity"));
 }
 
-// An affinity value in one spelling of its CPU set (canonical_affinity of the text the loader
-// reads from it: 'cpus:[0,1]', 'cpus:0-1', [1, 0] and {cpus: [0, 1]} are one set); parts that
-// are no affinity stay as they were, for the loader to refuse.
-nlohmann::json canonical_affinity_value(const nlohmann::json& v, AffinityPart part) {
-  switch (part) {
-    case AffinityPart::expression: {
-      const auto list = [](const nlohmann::json& a) {
-        std::string s;
-        for (const auto& e : a) s += (s.empty() ? "" : ",") + value_label(e);
-        return "[" + s + "]";
-      };
-      if (v.is_string()) return canonical_affinity(v.get<std::string>());
-      if (v.is_array()) return canonical_affinity("cpus:" + list(v));
-      if (v.is_object() && v.size() == 1) {
-        const auto it = v.begin();
-        return canonical_affinity(it.key() + ":" + (it.value().is_array() ? list(it.value()) : value_label(it.value())));
-      }
-      return v;
-    }
-    case AffinityPart::per_vcpu_entry:
-    case AffinityPart::block: {
-      if (!v.is_object()) return v;
-      nlohmann::json out = v;
-      for (const char* k : {"hard", "soft"})
-        if (v.contains(k)) out[k] = canonical_affinity_value(v.at(k), AffinityPart::expression);
-      if (part == AffinityPart::block && v.contains("per_vcpu"))
-        out["per_vcpu"] = canonical_affinity_value(v.at("per_vcpu"), AffinityPart::per_vcpu_list);
-      return out;
-    }
-    case AffinityPart::per_vcpu_list: {
-      if (!v.is_array()) return v;
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& e : v) out.push_back(canonical_affinity_value(e, AffinityPart::per_vcpu_entry));
-      return out;
-    }
-    case AffinityPart::none: break;
+// An affinity value in one spelling of its CPU set: canonical_affinity of the text the loader
+// reads from it ('cpus:[0,1]', 'cpus:0-1', [1, 0] and {cpus: [0, 1]} are one set). A value
+// that is no affinity comes back as its label, for the loader to refuse.
+std::string affinity_setting_text(const nlohmann::json& v) {
+  const auto list = [](const nlohmann::json& a) {
+    std::string s;
+    for (const auto& e : a) s += (s.empty() ? "" : ",") + value_label(e);
+    return "[" + s + "]";
+  };
+  if (v.is_string()) return canonical_affinity(v.get<std::string>());
+  if (v.is_array()) return canonical_affinity("cpus:" + list(v));
+  if (v.is_object() && v.size() == 1) {
+    const auto it = v.begin();
+    return canonical_affinity(it.key() + ":" + (it.value().is_array() ? list(it.value()) : value_label(it.value())));
   }
-  return v;
+  return value_label(v);
+}
+
+// A swept value as the runs read it and the tables print it, set at `path`: 4 and "4" are one
+// row of a table, and 1s and 1000ms, 1GiB, 1024MiB and 1073741824 (bytes need no unit) one
+// setting, as are on, 'on', yes and true (YamlReader::as_bool reads the text), and an
+// affinity's CPU list however it is written. Inside a mapping or a list the same holds for
+// every entry: {slice: 30ms} and {slice: 30000us} are one scheduler.
+std::string setting_text(const nlohmann::json& v, const std::string& path) {
+  if (is_affinity_expression(path)) return "affinity " + affinity_setting_text(v);
+  if (v.is_object()) {
+    std::string out = "{";
+    for (const auto& [k, e] : v.items()) out += k + ": " + setting_text(e, path + "." + k) + ", ";
+    return out + "}";
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) out += setting_text(v[i], path + "." + std::to_string(i)) + ", ";
+    return out + "]";
+  }
+  std::string text = value_label(v);
+  const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
+  if (text == "on" || text == "yes") text = "true";
+  else if (text == "off" || text == "no") text = "false";
+  else if (unit && v.is_string()) {
+    if (const auto ns = parse_duration(text)) text = std::to_string(*ns) + "ns";
+    else if (const auto bytes = parse_bytes(text)) text = std::to_string(*bytes);
+  }
+  // Quoted, so that a string holding "{", ", " or "]" cannot pass for the text of a mapping.
+  return nlohmann::json(text).dump();
 }
 
 // Fills `plan`, all but its runs, and returns the sweep read from `root`. Every check of a sweep
@@ -655,31 +654,17 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   }
   // A value given twice ran its point twice, with the same seeds, and compare counted its
   // samples twice (a smaller stddev from nothing). Labels of a labelled axis are distinct keys.
-  // Values are compared as the runs read them and the tables print them: 4 and "4" are one
-  // row of a table, and 1s and 1000ms, 1GiB, 1024MiB and 1073741824 (bytes need no unit) one
-  // setting, as are on, 'on', yes and true (YamlReader::as_bool reads the text).
-  // An affinity's CPU list is one setting however it is written (cpus:[0,1], cpus:0-1, [1, 0]);
-  // node:N and the like stay as they are, since their sets depend on the machine.
+  // Values are compared as setting_text reads them; node:N and the like stay as they are in an
+  // affinity, since their sets depend on the machine.
   const auto same_setting = [](const nlohmann::json& label, const std::vector<Override>& overrides) {
     std::string key;
     for (const auto& [field, v] : label.items()) {
-      // The paths this field's value goes to: itself in a zip group or a plain axis, the axis's
-      // `paths:` for a named field. An affinity spelling counts only if all of them are one part.
-      std::optional<AffinityPart> part;
+      // At every path the value goes to: itself in a zip group or a plain axis, each of the
+      // axis's `paths:` for a named field.
+      key += field + "=";
       for (const Override& o : overrides)
-        if (label.size() == 1 || o.path == field) {
-          const AffinityPart p = affinity_part(o.path);
-          part = !part || *part == p ? p : AffinityPart::none;
-        }
-      std::string text = value_label(canonical_affinity_value(v, part.value_or(AffinityPart::none)));
-      const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
-      if (text == "on" || text == "yes") text = "true";
-      else if (text == "off" || text == "no") text = "false";
-      else if (unit && v.is_string()) {
-        if (const auto ns = parse_duration(text)) text = std::to_string(*ns) + "ns";
-        else if (const auto bytes = parse_bytes(text)) text = std::to_string(*bytes);
-      }
-      key += field + "=" + text + "\n";
+        if (label.size() == 1 || o.path == field) key += setting_text(v, o.path) + "; ";
+      key += "\n";
     }
     return key;
   };

@@ -480,6 +480,34 @@ TEST(Sweep, AnAffinityValueSpeltTwoWaysIsGivenTwice) {
   EXPECT_EQ(plan_error_of("sweep:\n  name: ['cpus:[0,1]', 'cpus:0-1']\n"), "no error");
 }
 
+// A swept mapping (a whole scheduler, workload, memory or VM) compared its entries as written:
+// {slice: 30ms} and {slice: 30000us}, {threads: 2} and {threads: '2'}, {smt: on} and
+// {smt: 'on'} each ran one setting twice with the same seeds. Its entries are read as a value of
+// the field itself is.
+TEST(Sweep, AMappingOrListValueSpeltTwoWaysIsGivenTwice) {
+  const std::string twice = "this value is given twice";
+  EXPECT_EQ(plan_error_of("sweep:\n  host.scheduler: [{policy: rr, slice: 30ms}, {slice: 30000us, policy: rr}]\n"),
+            "s.yaml:7:47: sweep.host.scheduler[1]: this value is given twice (values[0] is the same): its point would "
+            "run twice with the same seeds and be counted twice");
+  for (const char* values : {
+           "vms.a.memory: [{size: 1GiB}, {size: 1024MiB}]",
+           "vms.a.workload: [{kind: sysbench-cpu, threads: 2}, {kind: sysbench-cpu, threads: '2'}]",
+           "host: [{scheduler: {policy: rr}, smt: on}, {scheduler: {policy: rr}, smt: 'on'}]",
+           "vms.a.workload: [{kind: program, phases: [{compute: 1ms}]}, {kind: program, phases: [{compute: 1000us}]}]",
+           "vms.a: [{name: a, vcpus: 2, affinity: {hard: 'cpus:0-1'}, workload: {kind: sysbench-cpu}}, "
+           "{name: a, vcpus: 2, affinity: {hard: 'cpus:[1,0]'}, workload: {kind: sysbench-cpu}}]",
+       }) {
+    SCOPED_TRACE(values);
+    EXPECT_NE(plan_error_of(std::string("sweep:\n  ") + values + "\n").find(twice), std::string::npos);
+  }
+  EXPECT_EQ(plan_error_of("sweep:\n  host.scheduler: [{policy: rr, slice: 30ms}, {policy: rr, slice: 20ms}]\n"),
+            "no error");
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload: [{kind: sysbench-cpu, threads: 2}, {kind: sysbench-cpu}]\n"),
+            "no error");
+  // A string that reads like a mapping's text is a string: '{a: 1}' is not {a: 1}.
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.kind: ['{a: 1}', {a: 1}]\n"), "no error");
+}
+
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
 // with no word said. Repetitions count (11 points of 10,000 repetitions are too many, 10 are
 // not), and a count past 2^64 does not wrap around (16 axes of 16 values are 2^64 points, which
