@@ -562,6 +562,37 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
   }
 }
 
+// A --set whose field holds an earlier --set's (the same field spelt another way, or one around
+// it) replaced that value, which was dropped without a word: `--set host.smt=off --set
+// 'host={scheduler: {policy: cfs}}'` ran with SMT on, exit 0. One inside an earlier one's field
+// refines it and is fine.
+TEST(Cli, ASetThatReplacesAnEarlierSetsFieldIsRefused) {
+  const std::string f = write_temp("set-cover.yaml", kGood);
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --set vms.a.vcpus=1 --set vms.0.vcpus=2",
+       "<command line>: --set vms.0.vcpus: sets the same field as --set vms.a.vcpus, given before it: one of the two "
+       "would be dropped"},
+      {"run " + f + " --set host.smt=off --set 'host={scheduler: {policy: cfs}}'",
+       "<command line>: --set host: covers --set host.smt, given before it, whose value would be dropped"},
+      {"trace " + f + " --out " + fresh_dir("set-cover-t") + ".json --set vms.a.workload.threads=1 --set "
+       "'vms.a.workload={kind: sysbench-cpu}'",
+       "<command line>: --set vms.a.workload: covers --set vms.a.workload.threads, given before it"},
+      {"sweep " + f + " --out " + fresh_dir("set-cover-s") + " --set 'columns.x={host.smt: off}' --set 'columns={y: {}}'",
+       "<command line>: --set columns: covers --set columns.x, given before it"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = run(b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+  const Outcome refined = run("run " + f + " --set 'host={scheduler: {policy: cfs}}' --set host.smt=off --quiet --json -");
+  EXPECT_EQ(refined.status, 0) << refined.output;
+  EXPECT_NE(refined.output.find("\"smt\": false"), std::string::npos) << refined.output;
+  EXPECT_NE(refined.output.find("\"policy\": \"cfs\""), std::string::npos) << refined.output;
+}
+
 // Outputs are checked before any work: an unwritable path was an uncaught filesystem error
 // (exit 1) after the runs, and a run into a directory left its .tmp file behind. An empty value
 // was read as no value (--json '' wrote nothing, exit 0).
