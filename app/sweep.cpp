@@ -742,6 +742,20 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
               o.where.fail("'" + o.path + "' covers '" + e.path + "', which " + e.owner +
                            " sweeps: the column would overwrite the values the points name");
       }
+    // A labelled entry's `columns:` apply after every axis, as a column's own overrides do: one
+    // over another axis's field ran every value of that axis with its own (exit 0, records
+    // naming values their runs did not have). Over its own axis's fields it refines its label.
+    for (std::size_t b = 0; b < axes.size(); ++b)
+      for (const auto& per_label : axes[b].column_overrides)
+        for (const auto& [col, list] : per_label)
+          for (const Override& o : list) {
+            const std::string field = override_field(root.node(), o.path);
+            for (std::size_t a = 0; a < by_stage.size(); ++a)
+              for (const Setter& e : by_stage[a])
+                if (a != b && field_within(e.field, field))
+                  o.where.fail("'" + o.path + "' covers '" + e.path + "', which " + e.owner +
+                               " sweeps: this column's runs at this label would not have the values their points name");
+          }
   }
 
   // `only:` and `columns:` of labelled entries must name axes, values and columns that exist.

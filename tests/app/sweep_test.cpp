@@ -508,6 +508,25 @@ TEST(Sweep, AMappingOrListValueSpeltTwoWaysIsGivenTwice) {
   EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.kind: ['{a: 1}', {a: 1}]\n"), "no error");
 }
 
+// A labelled entry's `columns:` apply after every axis: one over another axis's field ran every
+// value of that axis with its own value in that column, exit 0, under points naming the values
+// (setup X, column two: vms.a.count 1 and 2 both ran with 3). Over its own axis's fields it
+// refines its label, as above.
+TEST(Sweep, AnEntrysColumnOverrideOfAnotherAxisFieldIsRefused) {
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [1, 2]\n  setup:\n    X: {columns: {two: {vms.a.count: 3}}}\n    Y: {}\n"
+                          "columns:\n  one: {}\n  two: {host.smt: off}\n"),
+            "s.yaml:9:38: sweep.setup.X.columns.two.vms.a.count: 'vms.a.count' covers 'vms.a.count', which the axis "
+            "'vms.a.count' sweeps: this column's runs at this label would not have the values their points name");
+  EXPECT_NE(plan_error_of("sweep:\n  setup:\n    X: {columns: {two: {vms.a: {name: a, vcpus: 1, workload: {kind: "
+                          "sysbench-cpu}}}}}\n    Y: {}\n  vms.a.workload.threads: [1, 2]\n"
+                          "columns:\n  one: {}\n  two: {host.smt: off}\n")
+                .find("'vms.a' covers 'vms.a.workload.threads', which the axis 'vms.a.workload.threads' sweeps"),
+            std::string::npos);
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [1, 2]\n  setup:\n    X: {vms.a.vcpus: 1, columns: {two: {vms.a.vcpus: 3}}}\n"
+                          "    Y: {}\ncolumns:\n  one: {}\n  two: {host.smt: off}\n"),
+            "no error");
+}
+
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
 // with no word said. Repetitions count (11 points of 10,000 repetitions are too many, 10 are
 // not), and a count past 2^64 does not wrap around (16 axes of 16 values are 2^64 points, which
