@@ -20,6 +20,24 @@ RecordKey key_of(const nlohmann::json& r) {
   return {c.is_null() ? std::string() : c.get<std::string>(), r.at("point").dump(), r.at("repetition").get<std::uint32_t>()};
 }
 
+std::string point_fields(const nlohmann::json& point) {
+  std::string fields;
+  for (const auto& [f, v] : point.items()) fields += (fields.empty() ? "" : ", ") + f;
+  return fields;
+}
+
+void SweptFields::check(const nlohmann::json& r, const std::string& path) {
+  const std::string fields = point_fields(r.at("point"));
+  if (from_.empty()) {
+    fields_ = fields;
+    from_ = path;
+  } else if (fields != fields_) {
+    throw ConfigError(path, 0, 0, "point",
+                      "swept fields (" + fields + ") differ from those of " + from_ + " (" + fields_ +
+                          "): one sweep's points all name the same fields");
+  }
+}
+
 std::string point_label(const nlohmann::json& point) {
   std::string out;
   for (const auto& [field, v] : point.items()) out += (out.empty() ? "" : ", ") + field + "=" + value_label(v);
@@ -126,8 +144,7 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     const nlohmann::json& point = r.at("point");
     if (!point.is_object())
       throw ConfigError(path, lineno, 1, "point", point.dump() + " is not an object of swept fields");
-    std::string fields;
-    for (const auto& [f, v] : point.items()) fields += (fields.empty() ? "" : ", ") + f;
+    const std::string fields = point_fields(point);
     if (first_line == 0) {
       first_fields = fields;
       first_line = lineno;
@@ -212,6 +229,7 @@ void check_point_index(const nlohmann::json& r, const std::string& path,
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
   std::vector<nlohmann::json> all;
   OneSweep one(command);
+  SweptFields fields;
   std::string paths;
   std::map<RecordKey, std::pair<std::size_t, std::string>> seen;  // key -> index in all, its file
   std::map<std::uint64_t, std::pair<std::string, std::string>> column_of_index;  // -> label, its file
@@ -232,6 +250,9 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
     paths += (paths.empty() ? "" : ", ") + path;
     for (auto& r : read_records(path)) {
       one.check(r, path);
+      // read_records checks this within a file; across files a point without the field a table
+      // is by ended compare and plot with "key 'x' not found" (exit 1).
+      fields.check(r, path);
       check_column_index(r, path, column_of_index, index_of_column);
       check_point_index(r, path, point_of_index, index_of_point);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:

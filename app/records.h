@@ -24,6 +24,19 @@ using RecordKey = std::tuple<std::string, std::string, std::uint32_t>;
 
 RecordKey key_of(const nlohmann::json& record);
 
+/// The swept fields a record's point names ("a, b"), as read_records compares them.
+std::string point_fields(const nlohmann::json& point);
+
+/// Checks that every record given to it, from any file, names the same swept fields; else a
+/// ConfigError naming `path`. (read_records checks this within one file.)
+class SweptFields {
+ public:
+  void check(const nlohmann::json& record, const std::string& path);
+
+ private:
+  std::string fields_, from_;
+};
+
 /// A record's point as tables print it ({field=value, ...}, values by value_label: 2 and 2.0,
 /// 4 and "4" are one row).
 std::string point_label(const nlohmann::json& point);

@@ -1316,6 +1316,32 @@ TEST(CliShard, ARunRepeatedWithItsPointSpeltAnotherWayIsCountedOnce) {
   EXPECT_EQ(count_lines(m + "/records.jsonl"), 12u) << merged.output;
 }
 
+// read_records holds one file's points to one set of swept fields; across two files a point
+// without the field a table is by ended compare and plot with "key 'vms.web.count' not found"
+// (exit 1), and merge wrote a file that every reader then refused.
+TEST(CliShard, OutputsWhosePointsNameDifferentSweptFieldsAreRefused) {
+  const std::string f = write_temp("sf.yaml", kSweep), a = fresh_dir("sf-a"), m = fresh_dir("sf-m");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string all;
+  for (std::string l; std::getline(in, l);) {
+    const auto at = l.find("\"point\":{\"vms.web.count\":");
+    if (at != std::string::npos) l.replace(at, 25, "\"point\":{\"x\":");
+    all += l + "\n";
+  }
+  const std::string b = write_temp("sf-records.jsonl", all);
+  for (const std::string& cmd : {"compare " + a + " " + b + " --by vms.web.count",
+                                 "plot " + a + " " + b + " --x vms.web.count --y vm.web.throughput --out sf.png",
+                                 "merge " + a + " " + b + " --out " + m}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
+    EXPECT_NE(o.output.find("sf-records.jsonl: point: swept fields (x) differ from those of " + a +
+                            "/records.jsonl (vms.web.count): one sweep's points all name the same fields"),
+              std::string::npos)
+        << cmd << "\n" << o.output;
+  }
+}
+
 // merge sized its list of missing tasks from a record's tasks_total: 10^9 in a hand-edited file
 // allocated gigabytes and ended in std::bad_alloc (exit 1).
 TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
