@@ -347,7 +347,7 @@ int run_command_line(int argc, char** argv) {
   plot->add_option("--y", po.metric, "record metric on the y axis: mean over repetitions, +/- 1 stddev error bars")->required()->check(kNonEmpty);
   plot->add_option("--by", po.by, "one line per value of this swept field, or 'column' (default: the sweep's columns)")->check(kNonEmpty);
   plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)")->check(kNonEmpty);
-  plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)")->check(kPrintable);
+  plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)")->check(kNonEmpty)->check(kPrintable);
 
   try {
     cli.parse(argc, argv);
