@@ -593,6 +593,24 @@ TEST(Cli, ASetThatReplacesAnEarlierSetsFieldIsRefused) {
   EXPECT_NE(refined.output.find("\"policy\": \"cfs\""), std::string::npos) << refined.output;
 }
 
+// An empty SCENARIO or DIR was taken as a path: "vcpusim: : cannot open file" and ": no records
+// here" named no file and no argument. Refused as run's and trace's empty SCENARIO are.
+TEST(Cli, AnEmptyScenarioOrRecordsArgumentIsNamed) {
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"sweep '' --out " + fresh_dir("empty-arg"), "SCENARIO: is empty"},
+      {"compare ''", "DIR: is empty"},
+      {"merge '' --out " + fresh_dir("empty-arg-m"), "DIR: is empty"},
+      {"plot '' --x vms.web.count --y vm.web.throughput --out " + fresh_dir("empty-arg-p") + ".png", "DIR: is empty"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = run(b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+}
+
 // Outputs are checked before any work: an unwritable path was an uncaught filesystem error
 // (exit 1) after the runs, and a run into a directory left its .tmp file behind. An empty value
 // was read as no value (--json '' wrote nothing, exit 0).
