@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "app/affinity.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 
 namespace vcpusim::app {
 namespace {
@@ -11,6 +13,38 @@ bool parse_uint(std::string_view s, std::uint32_t& out) {
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+struct CpuRange {
+  std::uint32_t lo = 0, hi = 0;
+};
+
+// The items of a `cpus:` list ("[0,2,4-7]" or "0-3"), in the order written; "" or why not (the
+// first bad item's fault, a CPU at or past `threads` included).
+std::string parse_cpu_list(std::string arg, std::uint32_t threads, std::vector<CpuRange>& out) {
+  if (!arg.empty() && arg.front() == '[') {
+    if (arg.back() != ']') return "unbalanced '['";
+    arg = arg.substr(1, arg.size() - 2);
+  }
+  std::size_t pos = 0;
+  while (pos <= arg.size()) {
+    std::size_t comma = arg.find(',', pos);
+    if (comma == std::string::npos) comma = arg.size();
+    const std::string item = arg.substr(pos, comma - pos);
+    std::uint32_t lo = 0, hi = 0;
+    const auto dash = item.find('-');
+    if (dash == std::string::npos) {
+      if (!parse_uint(item, lo)) return "'" + item + "' is not a CPU number";
+      hi = lo;
+    } else if (!parse_uint(item.substr(0, dash), lo) || !parse_uint(item.substr(dash + 1), hi) || hi < lo) {
+      return "'" + item + "' is not a CPU range";
+    }
+    if (hi >= threads)
+      return "CPU " + std::to_string(hi) + " does not exist (the machine has " + std::to_string(threads) + " hardware threads)";
+    out.push_back(CpuRange{lo, hi});
+    pos = comma + 1;
+  }
+  return "";
 }
 
 }  // namespace
@@ -40,31 +74,35 @@ topo::CpuSet resolve_affinity(const YamlReader& at, const std::string& text, con
     return t.threads_of_core(n);
   }
   if (kind != "cpus") bad("unknown affinity kind '" + kind + "'");
-  if (!arg.empty() && arg.front() == '[') {
-    if (arg.back() != ']') bad("unbalanced '['");
-    arg = arg.substr(1, arg.size() - 2);
-  }
+  std::vector<CpuRange> ranges;
+  if (const std::string why = parse_cpu_list(arg, t.num_threads(), ranges); !why.empty()) bad(why);
   topo::CpuSet s;
-  std::size_t pos = 0;
-  while (pos <= arg.size()) {
-    std::size_t comma = arg.find(',', pos);
-    if (comma == std::string::npos) comma = arg.size();
-    const std::string item = arg.substr(pos, comma - pos);
-    std::uint32_t lo = 0, hi = 0;
-    const auto dash = item.find('-');
-    if (dash == std::string::npos) {
-      if (!parse_uint(item, lo)) bad("'" + item + "' is not a CPU number");
-      hi = lo;
-    } else if (!parse_uint(item.substr(0, dash), lo) || !parse_uint(item.substr(dash + 1), hi) || hi < lo) {
-      bad("'" + item + "' is not a CPU range");
-    }
-    if (hi >= t.num_threads())
-      bad("CPU " + std::to_string(hi) + " does not exist (the machine has " + std::to_string(t.num_threads()) + " hardware threads)");
-    for (std::uint32_t c = lo; c <= hi; ++c) s.set(c);
-    pos = comma + 1;
-  }
+  for (const CpuRange& r : ranges)
+    for (std::uint32_t c = r.lo; c <= r.hi; ++c) s.set(c);
   if (s.empty()) bad("empty CPU list");
   return s;
+}
+
+std::string canonical_affinity(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return text;
+  const std::string kind = text.substr(0, colon);
+  const std::string arg = text.substr(colon + 1);
+  if (kind == "node" || kind == "socket" || kind == "core") {
+    std::uint32_t n = 0;
+    return parse_uint(arg, n) ? kind + ":" + std::to_string(n) : text;
+  }
+  std::vector<CpuRange> ranges;
+  if (kind != "cpus" || !parse_cpu_list(arg, UINT32_MAX, ranges).empty()) return text;
+  // Sorted and merged, as ranges: no set is expanded, so cpus:[0-4000000000] costs nothing.
+  std::sort(ranges.begin(), ranges.end(), [](const CpuRange& a, const CpuRange& b) { return a.lo < b.lo; });
+  std::string out;
+  for (std::size_t i = 0; i < ranges.size();) {
+    CpuRange r = ranges[i];
+    for (++i; i < ranges.size() && (r.hi == UINT32_MAX || ranges[i].lo <= r.hi + 1); ++i) r.hi = std::max(r.hi, ranges[i].hi);
+    out += (out.empty() ? "" : ",") + std::to_string(r.lo) + (r.hi == r.lo ? "" : "-" + std::to_string(r.hi));
+  }
+  return "cpus:[" + out + "]";
 }
 
 std::vector<topo::NodeId> nodes_of(const topo::CpuSet& s, const topo::Topology& t) {

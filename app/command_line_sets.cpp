@@ -53,6 +53,23 @@ std::vector<CommandLineSet> parse_command_line_sets(const std::string& option, c
 
 YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<CommandLineSet>& sets) {
   if (sets.empty()) return root;
+  // A set of a field that an earlier set's field lies within (the same field spelt another way,
+  // vms.2.count after vms.web.count, or one around it, host={...} after host.smt=off) replaced
+  // the earlier value, which was dropped without a word (exit 0). A later set inside an earlier
+  // one's field refines it and is fine (host={...} then host.smt=off).
+  for (std::size_t j = 0; j < sets.size(); ++j) {
+    const std::string later = override_field(root.node(), sets[j].path);
+    for (std::size_t i = 0; i < j; ++i) {
+      const std::string earlier = override_field(root.node(), sets[i].path);
+      if (!field_within(earlier, later)) continue;
+      throw ConfigError("<command line>", 0, 0, sets[j].option + " " + sets[j].path,
+                        earlier == later ? "sets the same field as " + sets[i].option + " " + sets[i].path +
+                                               ", given before it: one of the two would be dropped"
+                                         : "covers " + sets[i].option + " " + sets[i].path +
+                                               ", given before it, whose value would be dropped; give the field "
+                                               "inside this value instead");
+    }
+  }
   YAML::Node doc = shallow_copy(root.node());
   for (const CommandLineSet& s : sets)
     apply_override(doc, s.path, s.value, YamlReader(s.value, "<command line>", s.option + " " + s.path));

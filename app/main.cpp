@@ -275,7 +275,7 @@ int run_command_line(int argc, char** argv) {
   unsigned jobs = 0;
   std::uint64_t max_records = 0;
   std::vector<std::string> sets;
-  sweep->add_option("SCENARIO", sweep_file, "scenario YAML with sweep: and/or columns:")->required();
+  sweep->add_option("SCENARIO", sweep_file, "scenario YAML with sweep: and/or columns:")->required()->check(kNonEmpty);
   sweep->add_option("--out", out_dir, "output directory (records.jsonl is appended there)")->required()->check(kNonEmpty);
   sweep->add_option("--jobs", jobs, "parallel runs (default 0: every core); records are identical for any value")
       ->transform(field_range(0, std::numeric_limits<std::uint32_t>::max()));
@@ -294,7 +294,7 @@ int run_command_line(int argc, char** argv) {
   auto* merge = cli.add_subcommand("merge", "Join the records of several sweep outputs (shards) into one directory");
   std::vector<std::string> merge_in;
   std::string merge_out;
-  merge->add_option("DIR", merge_in, "sweep output directories (or records.jsonl files)")->required();
+  merge->add_option("DIR", merge_in, "sweep output directories (or records.jsonl files)")->required()->check(kNonEmpty);
   merge->add_option("--out", merge_out, "output directory")->required()->check(kNonEmpty);
 
   auto* compare = cli.add_subcommand("compare", "Print an mmtests-style compare table from sweep records");
@@ -302,7 +302,7 @@ int run_command_line(int argc, char** argv) {
   app::CompareOptions co;
   std::string rule = "ttest";
   bool lower = false;
-  compare->add_option("DIR", cmp_dirs, "sweep output directories (or records.jsonl files)")->required();
+  compare->add_option("DIR", cmp_dirs, "sweep output directories (or records.jsonl files)")->required()->check(kNonEmpty);
   compare->add_option("--baseline", co.baseline, "baseline column label (default: the sweep's first column)")->check(kNonEmpty);
   compare->add_option("--by", co.by, "swept field whose values are the table's operations (default: the only one)")->check(kNonEmpty);
   compare->add_option("--metric", co.metric, "record metric (default: the only vm.GROUP.throughput or ops_per_sec)")->check(kNonEmpty);
@@ -342,12 +342,12 @@ int run_command_line(int argc, char** argv) {
   auto* plot = cli.add_subcommand("plot", "Draw a metric of sweep records against a swept field with gnuplot (PNG or SVG)");
   std::vector<std::string> plot_dirs;
   app::PlotOptions po;
-  plot->add_option("DIR", plot_dirs, "sweep output directories (or records.jsonl files)")->required();
+  plot->add_option("DIR", plot_dirs, "sweep output directories (or records.jsonl files)")->required()->check(kNonEmpty);
   plot->add_option("--x", po.x, "swept field on the x axis (numeric axis when every value is a number)")->required()->check(kNonEmpty);
   plot->add_option("--y", po.metric, "record metric on the y axis: mean over repetitions, +/- 1 stddev error bars")->required()->check(kNonEmpty);
   plot->add_option("--by", po.by, "one line per value of this swept field, or 'column' (default: the sweep's columns)")->check(kNonEmpty);
   plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)")->check(kNonEmpty);
-  plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)")->check(kPrintable);
+  plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)")->check(kNonEmpty)->check(kPrintable);
 
   try {
     cli.parse(argc, argv);

@@ -16,6 +16,7 @@ namespace vcpusim::app {
 MergeReport merge_records(const std::vector<std::string>& inputs, const std::string& out_dir) {
   MergeReport rep;
   OneSweep one("merge");
+  SweptFields fields;
   std::map<RecordKey, nlohmann::json> kept;
   std::map<RecordKey, std::string> kept_from;  // the file each kept record came from
   std::set<std::size_t> seen_tasks;
@@ -33,6 +34,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
     for (auto& r : read_records(path)) {
       one.check(r, path);
+      fields.check(r, path);  // a merged file of two field sets was refused by every reader
       // A sweep has at most kMaxSweepRuns tasks: a hand-edited tasks_total of 10^9 made the
       // missing list a 4 GB allocation (std::bad_alloc, exit 1).
       const auto count_at = [&](const char* field) -> std::size_t {
@@ -45,7 +47,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
       };
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, count_at("tasks_total"));
       if (r.contains("task_index")) seen_tasks.insert(count_at("task_index"));
-      const RecordKey k = key_of(r);
+      const RecordKey k = table_key_of(r);  // {"x": 2} and {"x": 2.0} are one run, as compare reads them
       if (const auto it = kept.find(k); it != kept.end()) {
         check_same_run(it->second, kept_from.at(k), r, path);
         ++rep.duplicates;

@@ -20,6 +20,35 @@ RecordKey key_of(const nlohmann::json& r) {
   return {c.is_null() ? std::string() : c.get<std::string>(), r.at("point").dump(), r.at("repetition").get<std::uint32_t>()};
 }
 
+std::string point_fields(const nlohmann::json& point) {
+  std::string fields;
+  for (const auto& [f, v] : point.items()) fields += (fields.empty() ? "" : ", ") + f;
+  return fields;
+}
+
+void SweptFields::check(const nlohmann::json& r, const std::string& path) {
+  const std::string fields = point_fields(r.at("point"));
+  if (from_.empty()) {
+    fields_ = fields;
+    from_ = path;
+  } else if (fields != fields_) {
+    throw ConfigError(path, 0, 0, "point",
+                      "swept fields (" + fields + ") differ from those of " + from_ + " (" + fields_ +
+                          "): one sweep's points all name the same fields");
+  }
+}
+
+std::string point_label(const nlohmann::json& point) {
+  std::string out;
+  for (const auto& [field, v] : point.items()) out += (out.empty() ? "" : ", ") + field + "=" + value_label(v);
+  return "{" + out + "}";
+}
+
+RecordKey table_key_of(const nlohmann::json& r) {
+  const auto& [column, point, repetition] = key_of(r);
+  return {column, point_label(r.at("point")), repetition};
+}
+
 void check_same_run(const nlohmann::json& kept, const std::string& kept_from, const nlohmann::json& again,
                     const std::string& path) {
   for (const char* field : {"seed", "metrics"})
@@ -115,8 +144,7 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     const nlohmann::json& point = r.at("point");
     if (!point.is_object())
       throw ConfigError(path, lineno, 1, "point", point.dump() + " is not an object of swept fields");
-    std::string fields;
-    for (const auto& [f, v] : point.items()) fields += (fields.empty() ? "" : ", ") + f;
+    const std::string fields = point_fields(point);
     if (first_line == 0) {
       first_fields = fields;
       first_line = lineno;
@@ -175,15 +203,39 @@ void check_column_index(const nlohmann::json& r, const std::string& path,
                           "; one sweep gives each column one index");
 }
 
+// Likewise each point one index and each index one point: compare lists a table's rows by
+// point_index, and a record of point 4 carrying point 2's index made the rows of 4 vanish from
+// the table (exit 0). Points are told apart as tables print them (2 and 2.0 are one row).
+void check_point_index(const nlohmann::json& r, const std::string& path,
+                       std::map<std::uint64_t, std::pair<std::string, std::string>>& point_of_index,
+                       std::map<std::string, std::pair<std::uint64_t, std::string>>& index_of_point) {
+  const std::string point = point_label(r.at("point"));
+  const std::uint64_t index = r.value("point_index", std::uint64_t{0});
+  const auto [pi, fresh_index] = point_of_index.try_emplace(index, point, path);
+  if (!fresh_index && pi->second.first != point)
+    throw ConfigError(path, 0, 0, "point_index",
+                      "point_index " + std::to_string(index) + " is point " + point + " here and " + pi->second.first +
+                          " in " + pi->second.second + "; one sweep gives each point its own index");
+  const auto [ip, fresh_point] = index_of_point.try_emplace(point, index, path);
+  if (!fresh_point && ip->second.first != index)
+    throw ConfigError(path, 0, 0, "point_index",
+                      "point " + point + " has point_index " + std::to_string(index) + " here and " +
+                          std::to_string(ip->second.first) + " in " + ip->second.second +
+                          "; one sweep gives each point one index");
+}
+
 }  // namespace
 
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
   std::vector<nlohmann::json> all;
   OneSweep one(command);
+  SweptFields fields;
   std::string paths;
   std::map<RecordKey, std::pair<std::size_t, std::string>> seen;  // key -> index in all, its file
   std::map<std::uint64_t, std::pair<std::string, std::string>> column_of_index;  // -> label, its file
   std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_column;  // -> index, its file
+  std::map<std::uint64_t, std::pair<std::string, std::string>> point_of_index;   // -> point, its file
+  std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_point;   // -> index, its file
   std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& in = inputs[i];
@@ -198,10 +250,16 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
     paths += (paths.empty() ? "" : ", ") + path;
     for (auto& r : read_records(path)) {
       one.check(r, path);
+      // read_records checks this within a file; across files a point without the field a table
+      // is by ended compare and plot with "key 'x' not found" (exit 1).
+      fields.check(r, path);
       check_column_index(r, path, column_of_index, index_of_column);
+      check_point_index(r, path, point_of_index, index_of_point);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
-      // the same sample twice shrank the stddevs. Kept once, as merge keeps it.
-      const auto [at, fresh] = seen.try_emplace(key_of(r), all.size(), path);
+      // the same sample twice shrank the stddevs. Kept once, as merge keeps it; its point is
+      // read as the table prints it, since {"x": 2} and {"x": 2.0} (a file rewritten by a tool
+      // that writes every number as a float) went into one row twice.
+      const auto [at, fresh] = seen.try_emplace(table_key_of(r), all.size(), path);
       if (!fresh) {
         check_same_run(all[at->second.first], at->second.second, r, path);
         ++duplicates;

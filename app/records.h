@@ -24,6 +24,25 @@ using RecordKey = std::tuple<std::string, std::string, std::uint32_t>;
 
 RecordKey key_of(const nlohmann::json& record);
 
+/// The swept fields a record's point names ("a, b"), as read_records compares them.
+std::string point_fields(const nlohmann::json& point);
+
+/// Checks that every record given to it, from any file, names the same swept fields; else a
+/// ConfigError naming `path`. (read_records checks this within one file.)
+class SweptFields {
+ public:
+  void check(const nlohmann::json& record, const std::string& path);
+
+ private:
+  std::string fields_, from_;
+};
+
+/// A record's point as tables print it ({field=value, ...}, values by value_label: 2 and 2.0,
+/// 4 and "4" are one row).
+std::string point_label(const nlohmann::json& point);
+/// key_of with the point as tables print it: the identity compare, plot and merge count by.
+RecordKey table_key_of(const nlohmann::json& record);
+
 /// A record whose key another record of `kept_from` already holds is a copy of the same run
 /// (overlapping shards, a repeated line) only if its seed and metrics are the same; else one of
 /// two different runs would be dropped, so this throws ConfigError naming `path`.

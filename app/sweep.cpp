@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "app/affinity.h"
 #include "app/scenario.h"
 #include "app/text.h"
 #include "app/topology_loader.h"
@@ -378,6 +379,61 @@ const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
   return nullptr;
 }
 
+// Whether an override path is an affinity expression: `...affinity.hard` or `.soft`, or a
+// per-vCPU one (`...affinity.per_vcpu.N.hard`).
+bool is_affinity_expression(const std::string& path) {
+  const auto parts = split_path(path);
+  const auto at = [&](std::size_t back) { return parts.size() > back ? parts[parts.size() - 1 - back] : std::string(); };
+  return (at(0) == "hard" || at(0) == "soft") && (at(1) == "affinity" || (at(2) == "per_vcpu" && at(3) == "affinity"));
+}
+
+// An affinity value in one spelling of its CPU set: canonical_affinity of the text the loader
+// reads from it ('cpus:[0,1]', 'cpus:0-1', [1, 0] and {cpus: [0, 1]} are one set). A value
+// that is no affinity comes back as its label, for the loader to refuse.
+std::string affinity_setting_text(const nlohmann::json& v) {
+  const auto list = [](const nlohmann::json& a) {
+    std::string s;
+    for (const auto& e : a) s += (s.empty() ? "" : ",") + value_label(e);
+    return "[" + s + "]";
+  };
+  if (v.is_string()) return canonical_affinity(v.get<std::string>());
+  if (v.is_array()) return canonical_affinity("cpus:" + list(v));
+  if (v.is_object() && v.size() == 1) {
+    const auto it = v.begin();
+    return canonical_affinity(it.key() + ":" + (it.value().is_array() ? list(it.value()) : value_label(it.value())));
+  }
+  return value_label(v);
+}
+
+// A swept value as the runs read it and the tables print it, set at `path`: 4 and "4" are one
+// row of a table, and 1s and 1000ms, 1GiB, 1024MiB and 1073741824 (bytes need no unit) one
+// setting, as are on, 'on', yes and true (YamlReader::as_bool reads the text), and an
+// affinity's CPU list however it is written. Inside a mapping or a list the same holds for
+// every entry: {slice: 30ms} and {slice: 30000us} are one scheduler.
+std::string setting_text(const nlohmann::json& v, const std::string& path) {
+  if (is_affinity_expression(path)) return "affinity " + affinity_setting_text(v);
+  if (v.is_object()) {
+    std::string out = "{";
+    for (const auto& [k, e] : v.items()) out += k + ": " + setting_text(e, path + "." + k) + ", ";
+    return out + "}";
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) out += setting_text(v[i], path + "." + std::to_string(i)) + ", ";
+    return out + "]";
+  }
+  std::string text = value_label(v);
+  const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
+  if (text == "on" || text == "yes") text = "true";
+  else if (text == "off" || text == "no") text = "false";
+  else if (unit && v.is_string()) {
+    if (const auto ns = parse_duration(text)) text = std::to_string(*ns) + "ns";
+    else if (const auto bytes = parse_bytes(text)) text = std::to_string(*bytes);
+  }
+  // Quoted, so that a string holding "{", ", " or "]" cannot pass for the text of a mapping.
+  return nlohmann::json(text).dump();
+}
+
 // Fills `plan`, all but its runs, and returns the sweep read from `root`. Every check of a sweep
 // is here, so that expand_sweep and expand_sweep_sample refuse the same files.
 ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
@@ -598,21 +654,17 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   }
   // A value given twice ran its point twice, with the same seeds, and compare counted its
   // samples twice (a smaller stddev from nothing). Labels of a labelled axis are distinct keys.
-  // Values are compared as the runs read them and the tables print them: 4 and "4" are one
-  // row of a table, and 1s and 1000ms, 1GiB, 1024MiB and 1073741824 (bytes need no unit) one
-  // setting, as are on, 'on', yes and true (YamlReader::as_bool reads the text).
-  const auto same_setting = [](const nlohmann::json& label) {
+  // Values are compared as setting_text reads them; node:N and the like stay as they are in an
+  // affinity, since their sets depend on the machine.
+  const auto same_setting = [](const nlohmann::json& label, const std::vector<Override>& overrides) {
     std::string key;
     for (const auto& [field, v] : label.items()) {
-      std::string text = value_label(v);
-      const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
-      if (text == "on" || text == "yes") text = "true";
-      else if (text == "off" || text == "no") text = "false";
-      else if (unit && v.is_string()) {
-        if (const auto ns = parse_duration(text)) text = std::to_string(*ns) + "ns";
-        else if (const auto bytes = parse_bytes(text)) text = std::to_string(*bytes);
-      }
-      key += field + "=" + text + "\n";
+      // At every path the value goes to: itself in a zip group or a plain axis, each of the
+      // axis's `paths:` for a named field.
+      key += field + "=";
+      for (const Override& o : overrides)
+        if (label.size() == 1 || o.path == field) key += setting_text(v, o.path) + "; ";
+      key += "\n";
     }
     return key;
   };
@@ -620,7 +672,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
     if (ax.labelled) continue;
     std::map<std::string, std::size_t> first;
     for (std::size_t i = 0; i < ax.labels.size(); ++i)
-      if (const auto [it, fresh] = first.emplace(same_setting(ax.labels[i]), i); !fresh)
+      if (const auto [it, fresh] = first.emplace(same_setting(ax.labels[i], ax.overrides[i]), i); !fresh)
         ax.where[i].fail("this value is given twice (values[" + std::to_string(it->second) + "] is the same): " +
                          "its point would run twice with the same seeds and be counted twice");
   }
@@ -690,6 +742,20 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
               o.where.fail("'" + o.path + "' covers '" + e.path + "', which " + e.owner +
                            " sweeps: the column would overwrite the values the points name");
       }
+    // A labelled entry's `columns:` apply after every axis, as a column's own overrides do: one
+    // over another axis's field ran every value of that axis with its own (exit 0, records
+    // naming values their runs did not have). Over its own axis's fields it refines its label.
+    for (std::size_t b = 0; b < axes.size(); ++b)
+      for (const auto& per_label : axes[b].column_overrides)
+        for (const auto& [col, list] : per_label)
+          for (const Override& o : list) {
+            const std::string field = override_field(root.node(), o.path);
+            for (std::size_t a = 0; a < by_stage.size(); ++a)
+              for (const Setter& e : by_stage[a])
+                if (a != b && field_within(e.field, field))
+                  o.where.fail("'" + o.path + "' covers '" + e.path + "', which " + e.owner +
+                               " sweeps: this column's runs at this label would not have the values their points name");
+          }
   }
 
   // `only:` and `columns:` of labelled entries must name axes, values and columns that exist.

@@ -444,6 +444,89 @@ TEST(Sweep, AValueGivenTwiceIsRefused) {
   EXPECT_EQ(plan_error_of("sweep:\n  host.smt: [on, off]\n"), "no error");
 }
 
+// One CPU list spelt two ways in an affinity axis (cpus:[0,1] and cpus:0-1, [1, 0], cpus:[0, 1],
+// {cpus: [0, 1]}) ran its point twice with the same seeds, and compare counted it twice. node:N,
+// socket:N and the like stay apart from any cpus: list: their sets depend on the machine.
+TEST(Sweep, AnAffinityValueSpeltTwoWaysIsGivenTwice) {
+  const std::string twice = "this value is given twice";
+  for (const char* other : {"'cpus:[0-1]'", "'cpus:0-1'", "'cpus:[1,0]'", "'cpus:[0, 1]'", "[0, 1]", "[1, 0]",
+                            "{cpus: [0, 1]}", "{cpus: 0-1}", "'cpus:[0,0-1]'"}) {
+    SCOPED_TRACE(other);
+    EXPECT_EQ(plan_error_of(std::string("sweep:\n  vms.a.affinity.hard: ['cpus:[0,1]', ") + other + "]\n"),
+              "s.yaml:7:39: sweep.vms.a.affinity.hard[1]: this value is given twice (values[0] is the same): its point "
+              "would run twice with the same seeds and be counted twice");
+  }
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity.soft: ['cpus:[0-3,5]', 'cpus:[5,3,2,0,1]']\n").find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity.hard: ['node:0', 'node: 00']\n").find(twice), std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  zip:\n    - {vms.a.affinity.hard: ['cpus:[0,1]', 'cpus:0-1'], vms.a.count: [1, 1]}\n")
+                .find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  pin: {values: ['cpus:[0,1]', 'cpus:0-1'], paths: [vms.a.affinity.hard, "
+                          "vms.b.affinity.hard]}\n")
+                .find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity: [{hard: 'cpus:[0,1]'}, {hard: 'cpus:0-1'}]\n").find(twice),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.affinity.per_vcpu.1.hard: ['cpus:[2,3]', 'cpus:2-3']\n").find(twice),
+            std::string::npos);
+  // Different sets, and expressions whose set depends on the machine, are different values.
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.affinity.hard: ['cpus:[0,1]', 'cpus:[0,2]', 'cpus:0-2', 'cpus:[1]']\n"),
+            "no error");
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.affinity.hard: ['node:0', 'cpus:[0-7]', all, 'socket:0', 'core:0', "
+                          "'cpus:[0,4]']\n"),
+            "no error");
+  // Only an affinity's value is read as one: elsewhere 'cpus:[0,1]' is a string like any other.
+  EXPECT_EQ(plan_error_of("sweep:\n  name: ['cpus:[0,1]', 'cpus:0-1']\n"), "no error");
+}
+
+// A swept mapping (a whole scheduler, workload, memory or VM) compared its entries as written:
+// {slice: 30ms} and {slice: 30000us}, {threads: 2} and {threads: '2'}, {smt: on} and
+// {smt: 'on'} each ran one setting twice with the same seeds. Its entries are read as a value of
+// the field itself is.
+TEST(Sweep, AMappingOrListValueSpeltTwoWaysIsGivenTwice) {
+  const std::string twice = "this value is given twice";
+  EXPECT_EQ(plan_error_of("sweep:\n  host.scheduler: [{policy: rr, slice: 30ms}, {slice: 30000us, policy: rr}]\n"),
+            "s.yaml:7:47: sweep.host.scheduler[1]: this value is given twice (values[0] is the same): its point would "
+            "run twice with the same seeds and be counted twice");
+  for (const char* values : {
+           "vms.a.memory: [{size: 1GiB}, {size: 1024MiB}]",
+           "vms.a.workload: [{kind: sysbench-cpu, threads: 2}, {kind: sysbench-cpu, threads: '2'}]",
+           "host: [{scheduler: {policy: rr}, smt: on}, {scheduler: {policy: rr}, smt: 'on'}]",
+           "vms.a.workload: [{kind: program, phases: [{compute: 1ms}]}, {kind: program, phases: [{compute: 1000us}]}]",
+           "vms.a: [{name: a, vcpus: 2, affinity: {hard: 'cpus:0-1'}, workload: {kind: sysbench-cpu}}, "
+           "{name: a, vcpus: 2, affinity: {hard: 'cpus:[1,0]'}, workload: {kind: sysbench-cpu}}]",
+       }) {
+    SCOPED_TRACE(values);
+    EXPECT_NE(plan_error_of(std::string("sweep:\n  ") + values + "\n").find(twice), std::string::npos);
+  }
+  EXPECT_EQ(plan_error_of("sweep:\n  host.scheduler: [{policy: rr, slice: 30ms}, {policy: rr, slice: 20ms}]\n"),
+            "no error");
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload: [{kind: sysbench-cpu, threads: 2}, {kind: sysbench-cpu}]\n"),
+            "no error");
+  // A string that reads like a mapping's text is a string: '{a: 1}' is not {a: 1}.
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.kind: ['{a: 1}', {a: 1}]\n"), "no error");
+}
+
+// A labelled entry's `columns:` apply after every axis: one over another axis's field ran every
+// value of that axis with its own value in that column, exit 0, under points naming the values
+// (setup X, column two: vms.a.count 1 and 2 both ran with 3). Over its own axis's fields it
+// refines its label, as above.
+TEST(Sweep, AnEntrysColumnOverrideOfAnotherAxisFieldIsRefused) {
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [1, 2]\n  setup:\n    X: {columns: {two: {vms.a.count: 3}}}\n    Y: {}\n"
+                          "columns:\n  one: {}\n  two: {host.smt: off}\n"),
+            "s.yaml:9:38: sweep.setup.X.columns.two.vms.a.count: 'vms.a.count' covers 'vms.a.count', which the axis "
+            "'vms.a.count' sweeps: this column's runs at this label would not have the values their points name");
+  EXPECT_NE(plan_error_of("sweep:\n  setup:\n    X: {columns: {two: {vms.a: {name: a, vcpus: 1, workload: {kind: "
+                          "sysbench-cpu}}}}}\n    Y: {}\n  vms.a.workload.threads: [1, 2]\n"
+                          "columns:\n  one: {}\n  two: {host.smt: off}\n")
+                .find("'vms.a' covers 'vms.a.workload.threads', which the axis 'vms.a.workload.threads' sweeps"),
+            std::string::npos);
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [1, 2]\n  setup:\n    X: {vms.a.vcpus: 1, columns: {two: {vms.a.vcpus: 3}}}\n"
+                          "    Y: {}\ncolumns:\n  one: {}\n  two: {host.smt: off}\n"),
+            "no error");
+}
+
 // Runs are counted before any is made: a plan of 10^8 points was expanded until memory ran out,
 // with no word said. Repetitions count (11 points of 10,000 repetitions are too many, 10 are
 // not), and a count past 2^64 does not wrap around (16 axes of 16 values are 2^64 points, which

@@ -562,6 +562,55 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
   }
 }
 
+// A --set whose field holds an earlier --set's (the same field spelt another way, or one around
+// it) replaced that value, which was dropped without a word: `--set host.smt=off --set
+// 'host={scheduler: {policy: cfs}}'` ran with SMT on, exit 0. One inside an earlier one's field
+// refines it and is fine.
+TEST(Cli, ASetThatReplacesAnEarlierSetsFieldIsRefused) {
+  const std::string f = write_temp("set-cover.yaml", kGood);
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"run " + f + " --set vms.a.vcpus=1 --set vms.0.vcpus=2",
+       "<command line>: --set vms.0.vcpus: sets the same field as --set vms.a.vcpus, given before it: one of the two "
+       "would be dropped"},
+      {"run " + f + " --set host.smt=off --set 'host={scheduler: {policy: cfs}}'",
+       "<command line>: --set host: covers --set host.smt, given before it, whose value would be dropped"},
+      {"trace " + f + " --out " + fresh_dir("set-cover-t") + ".json --set vms.a.workload.threads=1 --set "
+       "'vms.a.workload={kind: sysbench-cpu}'",
+       "<command line>: --set vms.a.workload: covers --set vms.a.workload.threads, given before it"},
+      {"sweep " + f + " --out " + fresh_dir("set-cover-s") + " --set 'columns.x={host.smt: off}' --set 'columns={y: {}}'",
+       "<command line>: --set columns: covers --set columns.x, given before it"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = run(b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+  const Outcome refined = run("run " + f + " --set 'host={scheduler: {policy: cfs}}' --set host.smt=off --quiet --json -");
+  EXPECT_EQ(refined.status, 0) << refined.output;
+  EXPECT_NE(refined.output.find("\"smt\": false"), std::string::npos) << refined.output;
+  EXPECT_NE(refined.output.find("\"policy\": \"cfs\""), std::string::npos) << refined.output;
+}
+
+// An empty SCENARIO or DIR was taken as a path: "vcpusim: : cannot open file" and ": no records
+// here" named no file and no argument. Refused as run's and trace's empty SCENARIO are.
+TEST(Cli, AnEmptyScenarioOrRecordsArgumentIsNamed) {
+  const struct {
+    std::string command, message;
+  } bad[] = {
+      {"sweep '' --out " + fresh_dir("empty-arg"), "SCENARIO: is empty"},
+      {"compare ''", "DIR: is empty"},
+      {"merge '' --out " + fresh_dir("empty-arg-m"), "DIR: is empty"},
+      {"plot '' --x vms.web.count --y vm.web.throughput --out " + fresh_dir("empty-arg-p") + ".png", "DIR: is empty"},
+  };
+  for (const auto& b : bad) {
+    const Outcome o = run(b.command);
+    EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
+    EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+}
+
 // Outputs are checked before any work: an unwritable path was an uncaught filesystem error
 // (exit 1) after the runs, and a run into a directory left its .tmp file behind. An empty value
 // was read as no value (--json '' wrote nothing, exit 0).
@@ -1232,6 +1281,83 @@ TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
             std::string::npos)
       << two.output;
   EXPECT_EQ(run("compare " + a).status, 0);
+}
+
+// compare lists a table's rows by point_index: a record of point 6 carrying point 1's index made
+// the rows of 6 vanish from the table, exit 0 (plot drew a line short of its last x).
+TEST(CliShard, PointIndicesThatDisagreeWithTheirPointsAreRefused) {
+  const std::string f = write_temp("pi.yaml", kSweep), a = fresh_dir("pi-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string all;
+  for (std::string l; std::getline(in, l);) {
+    const auto at = l.find("\"point_index\":");
+    if (l.find("\"point\":{\"vms.web.count\":6}") != std::string::npos && at != std::string::npos)
+      l.replace(at, l.find_first_of(",}", at) - at, "\"point_index\":0");
+    all += l + "\n";
+  }
+  const std::string moved = write_temp("pi-records.jsonl", all);
+  for (const char* cmd : {"compare ", "plot --x vms.web.count --y vm.web.throughput --out pi.png "}) {
+    const Outcome o = run(cmd + moved);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find("pi-records.jsonl: point_index: point_index 0 is point {vms.web.count=6} here and "
+                            "{vms.web.count=1} in "),
+              std::string::npos)
+        << cmd << o.output;
+  }
+  EXPECT_EQ(run("compare " + a).status, 0);
+}
+
+// A run repeated with its point written {"vms.web.count":3.0} (a tool that rewrites every number
+// as a float) went into the row of 3 a second time: compare counted its sample twice, exit 0,
+// and merge kept both. It is the same run, kept once, as a line repeated as it was.
+TEST(CliShard, ARunRepeatedWithItsPointSpeltAnotherWayIsCountedOnce) {
+  const std::string f = write_temp("ps.yaml", kSweep), a = fresh_dir("ps-a"), m = fresh_dir("ps-m");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  const std::string point = "\"point\":{\"vms.web.count\":3}";
+  std::string line;
+  while (std::getline(in, line) && line.find(point) == std::string::npos) {
+  }
+  const auto at = line.find(point);
+  ASSERT_NE(at, std::string::npos);
+  line.replace(at, point.size(), "\"point\":{\"vms.web.count\":3.0}");
+  const std::string b = write_temp("ps-records.jsonl", line + "\n");
+  const Outcome whole = run("compare " + a + " --format csv");
+  const Outcome again = run("compare " + a + " " + b + " --format csv");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("compare: 1 duplicate record(s) dropped"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.substr(again.output.find('\n') + 1), whole.output) << again.output;
+  const Outcome merged = run("merge " + a + " " + b + " --out " + m);
+  EXPECT_EQ(merged.status, 0) << merged.output;
+  EXPECT_EQ(count_lines(m + "/records.jsonl"), 12u) << merged.output;
+}
+
+// read_records holds one file's points to one set of swept fields; across two files a point
+// without the field a table is by ended compare and plot with "key 'vms.web.count' not found"
+// (exit 1), and merge wrote a file that every reader then refused.
+TEST(CliShard, OutputsWhosePointsNameDifferentSweptFieldsAreRefused) {
+  const std::string f = write_temp("sf.yaml", kSweep), a = fresh_dir("sf-a"), m = fresh_dir("sf-m");
+  ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string all;
+  for (std::string l; std::getline(in, l);) {
+    const auto at = l.find("\"point\":{\"vms.web.count\":");
+    if (at != std::string::npos) l.replace(at, 25, "\"point\":{\"x\":");
+    all += l + "\n";
+  }
+  const std::string b = write_temp("sf-records.jsonl", all);
+  for (const std::string& cmd : {"compare " + a + " " + b + " --by vms.web.count",
+                                 "plot " + a + " " + b + " --x vms.web.count --y vm.web.throughput --out sf.png",
+                                 "merge " + a + " " + b + " --out " + m}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
+    EXPECT_NE(o.output.find("sf-records.jsonl: point: swept fields (x) differ from those of " + a +
+                            "/records.jsonl (vms.web.count): one sweep's points all name the same fields"),
+              std::string::npos)
+        << cmd << "\n" << o.output;
+  }
 }
 
 // merge sized its list of missing tasks from a record's tasks_total: 10^9 in a hand-edited file

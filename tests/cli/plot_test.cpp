@@ -112,6 +112,16 @@ TEST(CliPlot, ControlCharactersInLabelsAndTitlesAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(fig));
 }
 
+// --title '' was read as no title given: the figure got the default title, exit 0, as
+// --json '' once wrote nothing. Refused as plot's other empty options are.
+TEST(CliPlot, AnEmptyTitleIsExitTwoNotTheDefault) {
+  const std::string fig = (scratch() / "empty-title.svg").string();
+  const Outcome o = run("plot " + sweep_dir() + " --x vms.web.count --y vm.web.throughput --out " + fig + " --title ''");
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("--title: is empty"), std::string::npos) << o.output;
+  EXPECT_FALSE(std::filesystem::exists(fig));
+}
+
 TEST(CliPlot, DefaultOutputGoesIntoTheSweepDirectory) {
   SKIP_WITHOUT_GNUPLOT();
   std::filesystem::remove(sweep_dir() + "/plot.png");
