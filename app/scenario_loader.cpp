@@ -726,11 +726,14 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     }
     read_ple(h, s.policy, s.host.ple);
     read_halt_poll(h, s.policy, s.host.halt_poll);
-    // The reschedule IPI is the one cfs's yield_to sends to a remote pCPU (resched_remote); no
-    // other policy sends one, so under rr or credit2 a value ran as if not given.
-    if (h.has("resched_ipi") && s.policy != "cfs")
+    // The reschedule IPI is the one cfs (yield_to, wake-up preemption) and credit2 (a tickle)
+    // send to a remote pCPU (resched_remote); rr sends none, and at sched-gran=core every tickle
+    // is at once, so there a value ran as if not given.
+    if (h.has("resched_ipi") && s.policy != "cfs" && s.policy != "credit2")
       h.at("resched_ipi").fail("has no effect under policy " + s.policy +
-                               ": only cfs (yield_to, as pause-loop exits use it) reschedules a remote pCPU by IPI");
+                               ": only cfs (yield_to, wake-up preemption) and credit2 (tickles) reschedule a remote pCPU by IPI");
+    if (h.has("resched_ipi") && s.host.sched_gran.core)
+      h.at("resched_ipi").fail("has no effect at core_scheduling: core: a tickle of a core's units is at once");
     read_cpuidle(h, s.host.cpuidle);
     // Under cfs the tick fixes count the running task's own sched_slice (task_tick_core), so a
     // fi_slice would run as if not given.

@@ -296,17 +296,20 @@ TEST(ScenarioLoader, HostHaltPollKeys) {
             std::string::npos);
 }
 
-// host.resched_ipi is the IPI cfs's yield_to sends to a remote pCPU; no other policy sends one,
-// so under rr or credit2 a value (50us, or 0 for "at once") ran as if not given, exit 0.
-TEST(ScenarioLoader, ReschedIpiOnlyOnACfsHost) {
+// host.resched_ipi is the IPI cfs (yield_to, wake-up preemption) and credit2 (tickles) send to a
+// remote pCPU; rr sends none, and at sched-gran=core tickles are at once, so there a value (50us,
+// or 0 for "at once") ran as if not given, exit 0.
+TEST(ScenarioLoader, ReschedIpiOnlyOnACfsOrCredit2Host) {
   const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
   EXPECT_EQ(load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}, resched_ipi: 50us}\n" + vms).host.exec.resched_ipi,
             sim::us(50));
-  EXPECT_EQ(test::error_of("topology: one-core-ht\nhost: {scheduler: {policy: credit2}, resched_ipi: 50us}\n" + vms),
-            "t.yaml:2:51: host.resched_ipi: has no effect under policy credit2: only cfs (yield_to, as pause-loop exits "
-            "use it) reschedules a remote pCPU by IPI");
-  EXPECT_NE(test::error_of("topology: one-core-ht\nhost: {resched_ipi: 0}\n" + vms)
-                .find("host.resched_ipi: has no effect under policy rr"),
+  EXPECT_EQ(load("topology: one-core-ht\nhost: {scheduler: {policy: credit2}, resched_ipi: 50us}\n" + vms).host.exec.resched_ipi,
+            sim::us(50));
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nhost: {resched_ipi: 0}\n" + vms),
+            "t.yaml:2:21: host.resched_ipi: has no effect under policy rr: only cfs (yield_to, wake-up preemption) and "
+            "credit2 (tickles) reschedule a remote pCPU by IPI");
+  EXPECT_NE(test::error_of("topology: one-core-ht\nhost: {scheduler: {policy: credit2}, core_scheduling: core, resched_ipi: 50us}\n" + vms)
+                .find("host.resched_ipi: has no effect at core_scheduling: core"),
             std::string::npos);
 }
 
