@@ -422,7 +422,7 @@ class Cfs final : public hv::SchedulerPolicy {
 
   // Domains, CPU selection and balancing (cfs_balance.cpp).
   enum class IdleType : std::uint8_t { kNotIdle, kIdle, kNewlyIdle };  // enum cpu_idle_type
-  enum class GroupType : std::uint8_t { kHasSpare = 0, kFullyBusy = 1, kOverloaded = 5 };
+  enum class GroupType : std::uint8_t { kHasSpare = 0, kFullyBusy = 1, kImbalanced = 4, kOverloaded = 5 };
   enum class MigrationType : std::uint8_t { kLoad, kUtil, kTask };
   struct GroupStats {
     std::uint32_t span = 0;
@@ -432,14 +432,19 @@ class Cfs final : public hv::SchedulerPolicy {
   };
   struct LbEnv {
     hv::PcpuId dst = hv::kNoPcpu;
+    hv::PcpuId this_cpu = hv::kNoPcpu;  // the balancing CPU, whose domain is env->sd (dst until retargeted)
     std::uint32_t level = 0;
     IdleType idle = IdleType::kNotIdle;
     topo::CpuSet cpus;                  // env->cpus: CPUs still considered
     MigrationType type = MigrationType::kTask;
     std::int64_t imbalance = 0;
     std::uint32_t local_span = 0;       // dst's group (dst_grpmask)
+    bool some_pinned = false;           // LBF_SOME_PINNED: a task could not come to dst for affinity
+    bool dst_pinned = false;            // LBF_DST_PINNED: ... but could go to new_dst, of dst's group
+    hv::PcpuId new_dst = hv::kNoPcpu;
   };
   void build_domains();
+  void clear_group_imbalance(hv::PcpuId p, std::uint32_t l, const LbOutcome& out);
   hv::PcpuId select_idle_sibling(hv::VcpuId v, hv::PcpuId prev, hv::PcpuId target, const topo::CpuSet& allowed);
   void record_wakee(hv::VcpuId waker, hv::VcpuId p, sim::Time now);
   bool wake_wide(hv::VcpuId waker, hv::VcpuId p, hv::PcpuId this_cpu) const;
@@ -525,6 +530,10 @@ class Cfs final : public hv::SchedulerPolicy {
     std::uint64_t load = 0;             // sum of runqueue loads
   };
   std::vector<SpanSums> sums_;                           // by span id
+  // By span id: sgc->imbalance of the sched_group that span is at the level above it, set when a
+  // balance inside the span failed for affinity (LBF_SOME_PINNED) and cleared when one there
+  // found balance; group_classify() then calls the group imbalanced.
+  std::vector<std::uint8_t> group_imbalance_;
   std::vector<std::vector<std::uint32_t>> spans_with_;   // by pCPU: every span id containing it
 
   /// The CPU the wake-up being placed runs on (pick_cpu sets it, wake() takes it); kNoPcpu: local.

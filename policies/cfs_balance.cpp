@@ -64,7 +64,12 @@
 // the imbalance as the 5.5+ balancer does (migrate tasks / util / load, prefer_sibling spreads
 // task counts, a NUMA pair is left alone while the busiest runs <= 2 tasks), finds the busiest
 // runqueue and detaches up to the imbalance (at most nr_migrate examined, entities it cannot move
-// rotated to the head), retrying without a runqueue whose entities are all pinned elsewhere. When
+// rotated to the head), retrying without a runqueue whose entities are all pinned elsewhere.
+// Affinity: an entity that may not come to this CPU but may run on another CPU of its group is
+// revisited for that CPU (LBF_DST_PINNED, new_dst_cpu) while imbalance is left; a balance that
+// stays short for affinity (LBF_SOME_PINNED) marks the group imbalanced one level up
+// (sgc->imbalance), where group_classify then calls it group_imbalanced and the balancer there
+// moves any one task from it (force_balance); a later balance that finds balance clears it. When
 // nothing moved, nr_balance_failed grows, and beyond cache_nice_tries + 2 an active balance asks
 // the busiest CPU's stopper to push its coldest movable entity (its running one, if alone) here:
 // the busiest pCPU is tickled, its pick_next chooses the push, set_next moves it. Intervals reset
@@ -135,8 +140,9 @@
 //   (max_newidle_lb_cost: balancing takes no time here), so it visits every level until one
 //   pulls. Its effects on the domains' failure counters, intervals and stoppers are decided at
 //   the pick and applied when the pick commits (a pick not committed leaves none).
-// - MODEL: no group_imbalanced / LBF_DST_PINNED retargeting / misfit / asym packing; the
-//   stopper skips the cache-hot test only through the failure counter, as the kernel does.
+// - MODEL: no misfit or asym packing groups; newly-idle balancing neither sets nor clears a
+//   group's imbalance flag (the kernel's does both); the stopper skips the cache-hot test only
+//   through the failure counter, as the kernel does.
 // - MODEL: a balanced or pushed entity keeps Vcpu::pcpu at its last pCPU until it runs again
 //   (the policy API has no migrate hook to tell the dispatcher).
 #include <algorithm>
@@ -277,6 +283,7 @@ void Cfs::build_domains() {
 
   // Span sums (all runqueues are empty now) and, per CPU, the spans that contain it.
   sums_.assign(spans_.size(), SpanSums{});
+  group_imbalance_.assign(spans_.size(), 0);
   spans_with_.assign(np, {});
   for (std::uint32_t id = 0; id < spans_.size(); ++id) {
     const topo::CpuSet members = spans_[id] & usable_;
@@ -485,6 +492,7 @@ bool Cfs::find_idlest_group(std::uint32_t l, PcpuId this_cpu, const topo::CpuSet
     if (!have_idlest || s.type < idlest.type) better = true;
     else if (s.type > idlest.type) better = false;
     else if (s.type == GroupType::kHasSpare) better = s.idle > idlest.idle;
+    else if (s.type == GroupType::kImbalanced) better = false;  // "not used in the slow wakeup path"
     else better = s.avg_load < idlest.avg_load;
     if (better) {
       idlest = s;
@@ -496,6 +504,7 @@ bool Cfs::find_idlest_group(std::uint32_t l, PcpuId this_cpu, const topo::CpuSet
   if (!have_local) return true;  // the local group is skipped because of affinity
   if (local.type < idlest.type) return false;
   if (local.type > idlest.type) return true;
+  if (local.type == GroupType::kImbalanced) return false;  // "not used in the slow wakeup path"
   if (local.type == GroupType::kHasSpare) {
     // "Otherwise, keep the task on this node to stay close its wakeup source and improve locality."
     // (5.5-5.10: any idle CPU keeps the fork local, so a node fills its siblings before another
@@ -585,8 +594,9 @@ void Cfs::group_stats(std::uint32_t group, const topo::CpuSet& cpus, std::uint32
   }
   s.capacity = s.weight * kCapacityScale;
   s.util = s.busy * kCapacityScale;
-  // group_classify(): group_is_overloaded / group_has_capacity.
+  // group_classify(): group_is_overloaded, sg_imbalanced, group_has_capacity.
   if (s.nr > s.weight && s.capacity * 100 < s.util * pct) s.type = GroupType::kOverloaded;
+  else if (group_imbalance_[group]) s.type = GroupType::kImbalanced;
   else if (s.nr < s.weight || s.capacity * 100 > s.util * pct) s.type = GroupType::kHasSpare;
   else s.type = GroupType::kFullyBusy;
   s.avg_load = s.type == GroupType::kOverloaded ? s.load * kCapacityScale / std::max<std::uint64_t>(1, s.capacity) : 0;
@@ -601,6 +611,9 @@ bool Cfs::pick_busiest(const GroupStats& s, const GroupStats& busiest) {
     case GroupType::kOverloaded:
     case GroupType::kFullyBusy:  // avg_load is 0 for fully busy groups: the first one stays
       return s.avg_load > busiest.avg_load;
+    case GroupType::kImbalanced:
+      // "Select the 1st imbalanced group as we don't have any way to choose one more appropriately"
+      return false;
     case GroupType::kHasSpare:
       // The fewest idle CPUs, then the most running tasks.
       if (s.idle > busiest.idle) return false;
@@ -632,6 +645,15 @@ bool Cfs::find_busiest_group(LbEnv& env, std::uint32_t& busiest_span) const {
     }
   }
   if (!have_busiest) return false;  // "There is no busy sibling group to pull tasks from"
+  if (busiest.type == GroupType::kImbalanced) {
+    // "If the busiest group is imbalanced the below checks don't work because they assume all
+    // things are equal, which typically isn't true due to cpus_ptr constraints and the like."
+    // force_balance -> calculate_imbalance(): "try to move any task to fix the imbalance".
+    env.type = MigrationType::kTask;
+    env.imbalance = 1;
+    busiest_span = busiest.span;
+    return true;
+  }
   if (local.type > busiest.type) return false;
   std::uint64_t sds_avg = 0;
   if (local.type == GroupType::kOverloaded) {
@@ -728,7 +750,7 @@ bool Cfs::can_migrate(VcpuId v, PcpuId src, const LbEnv& env) const {
   if (current_task(src) == v) return false;
   const bool cookie_hot = levels_[env.level].kind != LevelKind::kSmt && !hv_->balance_cookie_match(env.dst, v);
   if (!cookie_hot && !task_hot(v, src, env.dst)) return true;
-  return dom(env.dst, env.level).nr_balance_failed > levels_[env.level].cache_nice_tries;
+  return dom(env.this_cpu, env.level).nr_balance_failed > levels_[env.level].cache_nice_tries;
 }
 
 VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
@@ -787,7 +809,7 @@ VcpuId Cfs::first_detachable(const LbEnv& env, PcpuId src, const hv::PickFilter&
   const Runqueue& s = rqs_[src];
   const std::uint32_t loop_max = std::min(cfg_.nr_migrate, s.nr_running);
   const std::uint32_t tries = levels_[env.level].cache_nice_tries;
-  const std::uint32_t failed = dom(env.dst, env.level).nr_balance_failed;
+  const std::uint32_t failed = dom(env.this_cpu, env.level).nr_balance_failed;
   std::uint32_t loop = 0;
   for (VcpuId v = s.lru_tail; v != kNil; v = ents_[v].lru_prev) {
     if (++loop > loop_max) break;
@@ -806,7 +828,7 @@ std::uint32_t Cfs::detach_and_attach(LbEnv& env, PcpuId src, bool& all_pinned, s
   Runqueue& s = rqs_[src];
   const std::uint32_t loop_max = std::min(cfg_.nr_migrate, s.nr_running);
   const std::uint32_t tries = levels_[env.level].cache_nice_tries;
-  const std::uint32_t failed = dom(env.dst, env.level).nr_balance_failed;
+  const std::uint32_t failed = dom(env.this_cpu, env.level).nr_balance_failed;
   std::uint32_t loop = 0, detached = 0;
   VcpuId moved[64];
   std::uint32_t nmoved = 0;
@@ -816,7 +838,20 @@ std::uint32_t Cfs::detach_and_attach(LbEnv& env, PcpuId src, bool& all_pinned, s
     const VcpuId v = s.lru_tail;
     if (++loop > loop_max) break;
     bool take = false;
-    if (hv_->vcpu(v).hard.test(env.dst)) all_pinned = false;
+    if (const topo::CpuSet& hard = hv_->vcpu(v).hard; hard.test(env.dst)) {
+      all_pinned = false;
+    } else {
+      // can_migrate_task(): remember a CPU of dst's group this task may run on, to revisit it
+      // there if the balance falls short (not for a newly idle balance, nor twice per round).
+      env.some_pinned = true;
+      if (env.idle != IdleType::kNewlyIdle && !env.dst_pinned) {
+        const topo::CpuSet alt = spans_[env.local_span] & env.cpus & hard & usable_;
+        if (alt.any()) {
+          env.dst_pinned = true;
+          env.new_dst = alt.first();
+        }
+      }
+    }
     if (can_migrate(v, src, env)) {
       switch (env.type) {
         case MigrationType::kLoad:
@@ -863,6 +898,7 @@ int Cfs::load_balance(PcpuId p, std::uint32_t l, IdleType idle, bool& continue_b
   DomainState& sd = dom(p, l);
   LbEnv env;
   env.dst = p;
+  env.this_cpu = p;
   env.level = l;
   env.idle = idle;
   env.cpus = spans_[lv.span_of[p]] & usable_;
@@ -877,18 +913,33 @@ int Cfs::load_balance(PcpuId p, std::uint32_t l, IdleType idle, bool& continue_b
     const PcpuId balance_cpu = idle_local.any() ? idle_local.first() : local.first();
     if (balance_cpu != p) {
       continue_balancing = false;
+      clear_group_imbalance(p, l, out);  // goto out_balanced
       apply_lb_exit(p, l, out);
       return 0;
     }
   }
+  // sd_parent->groups->sgc->imbalance: the flag of this level's span, a group of the level above.
+  std::uint8_t* group_imbalance = l + 1 < levels_.size() ? &group_imbalance_[lv.span_of[p]] : nullptr;
   for (;;) {  // redo
     std::uint32_t busiest_span = 0;
-    if (!find_busiest_group(env, busiest_span)) break;  // out_balanced
-    const PcpuId busiest = find_busiest_queue(env, busiest_span);
-    if (busiest == kNoPcpu) break;  // out_balanced
+    const PcpuId busiest = find_busiest_group(env, busiest_span) ? find_busiest_queue(env, busiest_span) : kNoPcpu;
+    if (busiest == kNoPcpu) {
+      clear_group_imbalance(p, l, out);  // out_balanced
+      break;
+    }
     if (rqs_[busiest].nr_running > 1) {
       out.all_pinned = true;  // LBF_ALL_PINNED, cleared by any entity allowed here
-      moved = static_cast<int>(detach_and_attach(env, busiest, out.all_pinned, now));
+      for (;;) {  // more_balance
+        moved += static_cast<int>(detach_and_attach(env, busiest, out.all_pinned, now));
+        // "Revisit (affine) tasks on src_cpu that couldn't be moved to us and move them to an
+        // alternate dst_cpu in our sched_group where they can run."
+        if (!env.dst_pinned || env.imbalance <= 0) break;
+        env.cpus.reset(env.dst);
+        env.dst = env.new_dst;
+        env.dst_pinned = false;
+      }
+      // "We failed to reach balance because of affinity."
+      if (group_imbalance && env.some_pinned && env.imbalance > 0) *group_imbalance = 1;
       if (out.all_pinned) {
         // "All tasks on this runqueue were pinned by CPU affinity": retry without it.
         env.cpus.reset(busiest);
@@ -925,6 +976,7 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
     nb.levels = l + 1;
     LbEnv env;
     env.dst = p;
+    env.this_cpu = p;
     env.level = l;
     env.idle = IdleType::kNewlyIdle;
     env.cpus = spans_[levels_[l].span_of[p]] & usable_;
@@ -962,6 +1014,13 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
     }
   }
   return false;
+}
+
+// load_balance()'s out_balanced: "We reach balance although we may have faced some affinity
+// constraints. Clear the imbalance flag only if other tasks got a chance to move and fix the
+// imbalance." MODEL: newly-idle balancing neither sets nor clears the flag.
+void Cfs::clear_group_imbalance(PcpuId p, std::uint32_t l, const LbOutcome& out) {
+  if (l + 1 < levels_.size() && !out.all_pinned) group_imbalance_[levels_[l].span_of[p]] = 0;
 }
 
 // need_active_balance() after a balance that moved nothing, with the failure already counted

@@ -904,6 +904,72 @@ TEST(CfsWakeup, PreemptionOfAnotherCpusEntityWaitsForTheReschedIpi) {
   EXPECT_EQ(run(By::kLocalWaker), "w,w");
 }
 
+TEST(CfsBalance, TasksPinnedAwayFromTheBalancerGoToAnotherCpuOfItsGroup) {
+  // two_cores_ht: core 0 = CPUs {0, 2}, core 1 = {1, 3}. H2 runs on CPU 2, then four tasks T
+  // that may run on CPUs 1 and 2 only fork onto CPU 1 (core 1 has more idle threads), then H3
+  // takes CPU 3. CPU 0, idle and allowed nothing, balances the MC level for core 0 (the first
+  // idle CPU of its group) and finds core 1 busiest; no T may come to CPU 0 (LBF_SOME_PINNED),
+  // but CPU 2, of its group, may take them (LBF_DST_PINNED -> new_dst_cpu), so load_balance
+  // moves them there. Nothing else moves a T from CPU 1: CPU 2 and 3 never go idle and are never
+  // their group's balancer at MC, and no T may run on CPU 3. Without the retargeting, CPU 1
+  // keeps all four T for good.
+  CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
+  const VcpuId h2 = ch.pinned("h2", 2);
+  const VcpuId h3 = ch.pinned("h3", 3);
+  std::vector<VcpuId> t;
+  for (int i = 0; i < 4; ++i)
+    t.push_back(ch.h.add_fake(test::vm("t" + std::to_string(i), 1, test::cpus({1, 2}))).vcpus[0]);
+  ch.h.start();
+  const auto hog = [&](VcpuId v) {
+    ch.h.fake().set_plan(v, FakeGuest::hog());
+    ch.h.fake().kick(v);
+  };
+  hog(h2);
+  ch.h.run_until(sim::ms(1));
+  for (VcpuId v : t) hog(v);
+  ch.h.run_until(sim::ms(2));
+  for (VcpuId v : t) ASSERT_EQ(ch.host().vcpu(v).pcpu, 1u) << "T" << v << " forked elsewhere";
+  hog(h3);
+  ch.h.run_until(sim::seconds(1));
+  std::uint32_t on2 = 0;
+  for (VcpuId v : t) on2 += ch.cfs().runqueue_of(v) == 2;
+  EXPECT_GE(on2, 1u) << "no T was moved to CPU 2";
+  EXPECT_EQ(ch.host().vcpu(h2).pcpu, 2u);
+}
+
+TEST(CfsBalance, AGroupLeftShortByAffinityIsImbalancedOneLevelUp) {
+  // two_cores_ht: core 0 = CPUs {0, 2}, core 1 = {1, 3}. H1 and H3 hold core 1; then two tasks X
+  // that may run on CPUs 1 and 2 only fork onto CPU 2 (core 0 is the idle one). CPU 0's SMT-level
+  // balance cannot take an X (LBF_SOME_PINNED with imbalance left), so it marks core 0
+  // imbalanced for the MC level (sd_parent->groups->sgc->imbalance). By counts core 0 then has
+  // spare capacity beside a fully busy core 1, which would pull nothing; group_imbalanced makes
+  // CPU 1, core 1's balancer, force a move of one task: an X goes to CPU 1. (CPU 0's MC balance
+  // then sends it back to CPU 2 by LBF_DST_PINNED, core 1 being overloaded, as the kernel would;
+  // so the test counts the samples in which an X sits on CPU 1.)
+  CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
+  const VcpuId h1 = ch.pinned("h1", 1);
+  const VcpuId h3 = ch.pinned("h3", 3);
+  std::vector<VcpuId> x;
+  for (int i = 0; i < 2; ++i)
+    x.push_back(ch.h.add_fake(test::vm("x" + std::to_string(i), 1, test::cpus({1, 2}))).vcpus[0]);
+  ch.h.start();
+  const auto hog = [&](VcpuId v) {
+    ch.h.fake().set_plan(v, FakeGuest::hog());
+    ch.h.fake().kick(v);
+  };
+  hog(h1);
+  hog(h3);
+  ch.h.run_until(sim::ms(1));
+  for (VcpuId v : x) hog(v);
+  ch.h.run_until(sim::ms(2));
+  for (VcpuId v : x) ASSERT_EQ(ch.host().vcpu(v).pcpu, 2u) << "X" << v << " forked elsewhere";
+  std::uint32_t samples_on1 = 0;
+  ch.h.run_sampled(sim::seconds(1), sim::ms(1), [&] {
+    for (VcpuId v : x) samples_on1 += ch.cfs().runqueue_of(v) == 1;
+  });
+  EXPECT_GT(samples_on1, 0u) << "no X was ever moved to CPU 1";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Core scheduling's priority.
 
