@@ -181,48 +181,38 @@ std::string records_file_of(const std::string& d) {
 
 namespace {
 
-// One sweep gives each column one index and each index one column. Checked as each record is
-// read, so that the message names the file (columns_in_order, checking after the read, could
-// only say "<records>").
-void check_column_index(const nlohmann::json& r, const std::string& path,
-                        std::map<std::uint64_t, std::pair<std::string, std::string>>& column_of_index,
-                        std::map<std::string, std::pair<std::uint64_t, std::string>>& index_of_column) {
-  const auto& c = r.at("column");
-  const std::string label = c.is_null() ? "" : c.get<std::string>();
-  const std::uint64_t index = r.value("column_index", std::uint64_t{0});
-  const auto [ci, fresh_index] = column_of_index.try_emplace(index, label, path);
-  if (!fresh_index && ci->second.first != label)
-    throw ConfigError(path, 0, 0, "column_index",
-                      "column_index " + std::to_string(index) + " is column '" + label + "' here and '" + ci->second.first +
-                          "' in " + ci->second.second + "; one sweep gives each column its own index");
-  const auto [ic, fresh_label] = index_of_column.try_emplace(label, index, path);
-  if (!fresh_label && ic->second.first != index)
-    throw ConfigError(path, 0, 0, "column_index",
-                      "column '" + label + "' has column_index " + std::to_string(index) + " here and " +
-                          std::to_string(ic->second.first) + " in " + ic->second.second +
-                          "; one sweep gives each column one index");
-}
+// One sweep gives each column one index and each index one column, and each point one index and
+// each index one point: compare lists a table's columns and rows by index, and a record of point
+// 4 carrying point 2's index made the rows of 4 vanish from the table (exit 0). Checked as each
+// record is read, so that the message names the file (a check after the read could only say
+// "<records>"). Points are told apart as tables print them (2 and 2.0 are one row).
+class OneToOne {
+ public:
+  /// `field`: the record's index field; `noun`: what it numbers, as messages name it ("column",
+  /// "point"); `quote`: whether a label is quoted in them.
+  OneToOne(std::string field, std::string noun, bool quote) : field_(std::move(field)), noun_(std::move(noun)), quote_(quote) {}
+  void check(const std::string& label, std::uint64_t index, const std::string& path) {
+    const std::string shown = quote_ ? "'" + label + "'" : label;
+    const auto [li, fresh_index] = label_of_.try_emplace(index, label, path);
+    if (!fresh_index && li->second.first != label)
+      throw ConfigError(path, 0, 0, field_,
+                        field_ + " " + std::to_string(index) + " is " + noun_ + " " + shown + " here and " +
+                            (quote_ ? "'" + li->second.first + "'" : li->second.first) + " in " + li->second.second +
+                            "; one sweep gives each " + noun_ + " its own index");
+    const auto [il, fresh_label] = index_of_.try_emplace(label, index, path);
+    if (!fresh_label && il->second.first != index)
+      throw ConfigError(path, 0, 0, field_,
+                        noun_ + " " + shown + " has " + field_ + " " + std::to_string(index) + " here and " +
+                            std::to_string(il->second.first) + " in " + il->second.second + "; one sweep gives each " +
+                            noun_ + " one index");
+  }
 
-// Likewise each point one index and each index one point: compare lists a table's rows by
-// point_index, and a record of point 4 carrying point 2's index made the rows of 4 vanish from
-// the table (exit 0). Points are told apart as tables print them (2 and 2.0 are one row).
-void check_point_index(const nlohmann::json& r, const std::string& path,
-                       std::map<std::uint64_t, std::pair<std::string, std::string>>& point_of_index,
-                       std::map<std::string, std::pair<std::uint64_t, std::string>>& index_of_point) {
-  const std::string point = point_label(r.at("point"));
-  const std::uint64_t index = r.value("point_index", std::uint64_t{0});
-  const auto [pi, fresh_index] = point_of_index.try_emplace(index, point, path);
-  if (!fresh_index && pi->second.first != point)
-    throw ConfigError(path, 0, 0, "point_index",
-                      "point_index " + std::to_string(index) + " is point " + point + " here and " + pi->second.first +
-                          " in " + pi->second.second + "; one sweep gives each point its own index");
-  const auto [ip, fresh_point] = index_of_point.try_emplace(point, index, path);
-  if (!fresh_point && ip->second.first != index)
-    throw ConfigError(path, 0, 0, "point_index",
-                      "point " + point + " has point_index " + std::to_string(index) + " here and " +
-                          std::to_string(ip->second.first) + " in " + ip->second.second +
-                          "; one sweep gives each point one index");
-}
+ private:
+  std::string field_, noun_;
+  bool quote_;
+  std::map<std::uint64_t, std::pair<std::string, std::string>> label_of_;  // index -> label, its file
+  std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_;  // label -> index, its file
+};
 
 }  // namespace
 
@@ -232,10 +222,7 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   SweptFields fields;
   std::string paths;
   std::map<RecordKey, std::pair<std::size_t, std::string>> seen;  // key -> index in all, its file
-  std::map<std::uint64_t, std::pair<std::string, std::string>> column_of_index;  // -> label, its file
-  std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_column;  // -> index, its file
-  std::map<std::uint64_t, std::pair<std::string, std::string>> point_of_index;   // -> point, its file
-  std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_point;   // -> index, its file
+  OneToOne columns("column_index", "column", true), points("point_index", "point", false);
   std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& in = inputs[i];
@@ -253,8 +240,9 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
       // read_records checks this within a file; across files a point without the field a table
       // is by ended compare and plot with "key 'x' not found" (exit 1).
       fields.check(r, path);
-      check_column_index(r, path, column_of_index, index_of_column);
-      check_point_index(r, path, point_of_index, index_of_point);
+      const auto& c = r.at("column");
+      columns.check(c.is_null() ? "" : c.get<std::string>(), r.value("column_index", std::uint64_t{0}), path);
+      points.check(point_label(r.at("point")), r.value("point_index", std::uint64_t{0}), path);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
       // the same sample twice shrank the stddevs. Kept once, as merge keeps it; its point is
       // read as the table prints it, since {"x": 2} and {"x": 2.0} (a file rewritten by a tool
