@@ -91,10 +91,18 @@ struct CfsHost {
   void start_hogs(std::initializer_list<VcpuId> hogs) { start_hogs(std::vector<VcpuId>(hogs)); }
   void start_hogs(const std::vector<VcpuId>& hogs) {
     h.start();
-    for (VcpuId x : hogs) {
-      h.fake().set_plan(x, FakeGuest::hog());
-      h.fake().kick(x);
-    }
+    for (VcpuId x : hogs) hog(x);
+  }
+  /// Sets v (of a started host) computing for good, from now.
+  void hog(VcpuId v) {
+    h.fake().set_plan(v, FakeGuest::hog());
+    h.fake().kick(v);
+  }
+  /// `n` one-vCPU entities named prefix0, prefix1, ..., each with hard affinity `hard`.
+  std::vector<VcpuId> allowed(const std::string& prefix, int n, const topo::CpuSet& hard) {
+    std::vector<VcpuId> out;
+    for (int i = 0; i < n; ++i) out.push_back(h.add_fake(test::vm(prefix + std::to_string(i), 1, hard)).vcpus[0]);
+    return out;
   }
   Watcher* watcher;  // owned by the host
   TestHost h;
@@ -916,20 +924,14 @@ TEST(CfsBalance, TasksPinnedAwayFromTheBalancerGoToAnotherCpuOfItsGroup) {
   CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
   const VcpuId h2 = ch.pinned("h2", 2);
   const VcpuId h3 = ch.pinned("h3", 3);
-  std::vector<VcpuId> t;
-  for (int i = 0; i < 4; ++i)
-    t.push_back(ch.h.add_fake(test::vm("t" + std::to_string(i), 1, test::cpus({1, 2}))).vcpus[0]);
+  const std::vector<VcpuId> t = ch.allowed("t", 4, test::cpus({1, 2}));
   ch.h.start();
-  const auto hog = [&](VcpuId v) {
-    ch.h.fake().set_plan(v, FakeGuest::hog());
-    ch.h.fake().kick(v);
-  };
-  hog(h2);
+  ch.hog(h2);
   ch.h.run_until(sim::ms(1));
-  for (VcpuId v : t) hog(v);
+  for (VcpuId v : t) ch.hog(v);
   ch.h.run_until(sim::ms(2));
   for (VcpuId v : t) ASSERT_EQ(ch.host().vcpu(v).pcpu, 1u) << "T" << v << " forked elsewhere";
-  hog(h3);
+  ch.hog(h3);
   ch.h.run_until(sim::seconds(1));
   std::uint32_t on2 = 0;
   for (VcpuId v : t) on2 += ch.cfs().runqueue_of(v) == 2;
@@ -949,18 +951,12 @@ TEST(CfsBalance, AGroupLeftShortByAffinityIsImbalancedOneLevelUp) {
   CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
   const VcpuId h1 = ch.pinned("h1", 1);
   const VcpuId h3 = ch.pinned("h3", 3);
-  std::vector<VcpuId> x;
-  for (int i = 0; i < 2; ++i)
-    x.push_back(ch.h.add_fake(test::vm("x" + std::to_string(i), 1, test::cpus({1, 2}))).vcpus[0]);
+  const std::vector<VcpuId> x = ch.allowed("x", 2, test::cpus({1, 2}));
   ch.h.start();
-  const auto hog = [&](VcpuId v) {
-    ch.h.fake().set_plan(v, FakeGuest::hog());
-    ch.h.fake().kick(v);
-  };
-  hog(h1);
-  hog(h3);
+  ch.hog(h1);
+  ch.hog(h3);
   ch.h.run_until(sim::ms(1));
-  for (VcpuId v : x) hog(v);
+  for (VcpuId v : x) ch.hog(v);
   ch.h.run_until(sim::ms(2));
   for (VcpuId v : x) ASSERT_EQ(ch.host().vcpu(v).pcpu, 2u) << "X" << v << " forked elsewhere";
   std::uint32_t samples_on1 = 0;
