@@ -703,7 +703,9 @@ void Cfs::follow_task_avg(std::uint32_t g, PcpuId p, VcpuId v, sim::Time now) {
   // runqueue it left (remove_entity_load_avg on a wake-up, detach_entity_cfs_rq for a balance
   // move) and enqueue_entity() adds it to the new one (attach_entity_load_avg), so neither side
   // keeps a decaying ghost of it. MODEL: a wake-up's removal is applied at once, where the kernel
-  // folds cfs_rq->removed in at that runqueue's next update.
+  // folds cfs_rq->removed in at that runqueue's next update; and a new task starts at 0, where
+  // init_entity_runnable_average() starts it at its weight (tried: it tips
+  // CfsGroups.ABurstyVmKeepsItsShareAgainstABusyVm, a two-state set-up, into its other state).
   Entity& e = ents_[v];
   e.pelt = pelt_toward(e.pelt, e.on_rq ? static_cast<double>(e.weight) : 0.0, now - e.pelt_stamp);
   e.pelt_stamp = now;
