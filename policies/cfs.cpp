@@ -649,8 +649,7 @@ void Cfs::dequeue_task(PcpuId p, VcpuId v, bool sleep, sim::Time now) {
   const std::uint32_t g = group_of(v);
   if (g != kNoGroup) {
     update_group_avg(g, p, now);
-    e.pelt = pelt_toward(e.pelt, static_cast<double>(e.weight), now - e.pelt_stamp);  // queued until now
-    e.pelt_stamp = now;
+    age_task_avg(v, now);  // queued until now
   }
   if (sleep) {
     clear_buddies(p, v);
@@ -707,8 +706,7 @@ void Cfs::follow_task_avg(std::uint32_t g, PcpuId p, VcpuId v, sim::Time now) {
   // init_entity_runnable_average() starts it at its weight (tried: it tips
   // CfsGroups.ABurstyVmKeepsItsShareAgainstABusyVm, a two-state set-up, into its other state).
   Entity& e = ents_[v];
-  e.pelt = pelt_toward(e.pelt, e.on_rq ? static_cast<double>(e.weight) : 0.0, now - e.pelt_stamp);
-  e.pelt_stamp = now;
+  age_task_avg(v, now);  // not queued since it left
   if (e.pelt_rq == p) return;
   if (e.pelt_rq != kNoPcpu) {
     update_group_avg(g, e.pelt_rq, now);
@@ -719,6 +717,12 @@ void Cfs::follow_task_avg(std::uint32_t g, PcpuId p, VcpuId v, sim::Time now) {
   grq(g, p).avg += e.pelt;
   e.pelt_rq = p;
   update_group_avg(g, p, now);
+}
+
+void Cfs::age_task_avg(VcpuId v, sim::Time now) {
+  Entity& e = ents_[v];
+  e.pelt = pelt_toward(e.pelt, e.on_rq ? static_cast<double>(e.weight) : 0.0, now - e.pelt_stamp);
+  e.pelt_stamp = now;
 }
 
 double Cfs::group_avg(VcpuId v, PcpuId p) const {

@@ -376,6 +376,9 @@ class Cfs final : public hv::SchedulerPolicy {
   /// the group runqueue that carried it to p's if that is another (migrate_task_rq_fair's
   /// remove_entity_load_avg / detach_entity_cfs_rq, then attach_entity_load_avg).
   void follow_task_avg(std::uint32_t g, hv::PcpuId p, hv::VcpuId v, sim::Time now);
+  /// Task v's own load average brought to now, under the load it carried since its last update
+  /// (its weight while queued, else 0).
+  void age_task_avg(hv::VcpuId v, sim::Time now);
 
   /// calc_group_shares + reweight_entity for group g's entity on p.
   void update_cfs_group(std::uint32_t g, hv::PcpuId p);
@@ -445,6 +448,7 @@ class Cfs final : public hv::SchedulerPolicy {
   };
   void build_domains();
   void clear_group_imbalance(hv::PcpuId p, std::uint32_t l, const LbOutcome& out);
+  std::uint8_t* group_imbalance_of(hv::PcpuId p, std::uint32_t l);
   hv::PcpuId select_idle_sibling(hv::VcpuId v, hv::PcpuId prev, hv::PcpuId target, const topo::CpuSet& allowed);
   void record_wakee(hv::VcpuId waker, hv::VcpuId p, sim::Time now);
   bool wake_wide(hv::VcpuId waker, hv::VcpuId p, hv::PcpuId this_cpu) const;

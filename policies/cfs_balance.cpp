@@ -918,8 +918,7 @@ int Cfs::load_balance(PcpuId p, std::uint32_t l, IdleType idle, bool& continue_b
       return 0;
     }
   }
-  // sd_parent->groups->sgc->imbalance: the flag of this level's span, a group of the level above.
-  std::uint8_t* group_imbalance = l + 1 < levels_.size() ? &group_imbalance_[lv.span_of[p]] : nullptr;
+  std::uint8_t* group_imbalance = group_imbalance_of(p, l);
   for (;;) {  // redo
     std::uint32_t busiest_span = 0;
     const PcpuId busiest = find_busiest_group(env, busiest_span) ? find_busiest_queue(env, busiest_span) : kNoPcpu;
@@ -1020,7 +1019,13 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
 // constraints. Clear the imbalance flag only if other tasks got a chance to move and fix the
 // imbalance." MODEL: newly-idle balancing neither sets nor clears the flag.
 void Cfs::clear_group_imbalance(PcpuId p, std::uint32_t l, const LbOutcome& out) {
-  if (l + 1 < levels_.size() && !out.all_pinned) group_imbalance_[levels_[l].span_of[p]] = 0;
+  if (std::uint8_t* flag = group_imbalance_of(p, l); flag && !out.all_pinned) *flag = 0;
+}
+
+// sd_parent->groups->sgc->imbalance for p's domain at level l: the flag of that level's span,
+// which is a group of the level above; nullptr at the top level (no parent).
+std::uint8_t* Cfs::group_imbalance_of(PcpuId p, std::uint32_t l) {
+  return l + 1 < levels_.size() ? &group_imbalance_[levels_[l].span_of[p]] : nullptr;
 }
 
 // need_active_balance() after a balance that moved nothing, with the failure already counted
