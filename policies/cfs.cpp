@@ -702,9 +702,8 @@ void Cfs::follow_task_avg(std::uint32_t g, PcpuId p, VcpuId v, sim::Time now) {
   // runqueue it left (remove_entity_load_avg on a wake-up, detach_entity_cfs_rq for a balance
   // move) and enqueue_entity() adds it to the new one (attach_entity_load_avg), so neither side
   // keeps a decaying ghost of it. MODEL: a wake-up's removal is applied at once, where the kernel
-  // folds cfs_rq->removed in at that runqueue's next update; and a new task starts at 0, where
-  // init_entity_runnable_average() starts it at its weight (tried: it tips
-  // CfsGroups.ABurstyVmKeepsItsShareAgainstABusyVm, a two-state set-up, into its other state).
+  // folds cfs_rq->removed in at that runqueue's next update. A new task arrives with its weight
+  // as its average (wake(), init_entity_runnable_average).
   Entity& e = ents_[v];
   age_task_avg(v, now);  // not queued since it left
   if (e.pelt_rq == p) return;
@@ -1053,6 +1052,11 @@ void Cfs::wake(VcpuId v, sim::Time now) {
       if (load > 0) slice = static_cast<sim::Duration>(static_cast<std::uint64_t>(slice) * ge.weight / load);
     }
     e.vruntime = q.min_vruntime + calc_delta_fair(slice, e.weight);
+    // init_entity_runnable_average() (4.20-5.x): "Tasks are initialized with full load to be
+    // seen as heavy tasks until they get a chance to stabilize to their real load level"; the
+    // enqueue attaches that average to the group runqueue (follow_task_avg).
+    e.pelt = static_cast<double>(e.weight);
+    e.pelt_stamp = now;
   } else {
     if (e.last_rq != kNoPcpu && e.last_rq != p) {
       // migrate_task_rq_fair() (TASK_WAKING) subtracts the old min_vruntime, enqueue_entity()
