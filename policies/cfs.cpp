@@ -1323,7 +1323,10 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
   if (d.tick && want != d.prev) ++tick_preemptions_;
   rq.need_resched = false;
   // newidle_balance's exits at each level it visited (its pull is d.pull_from, below).
-  for (std::uint32_t l = 0; l < newidle_[p].levels; ++l) apply_lb_exit(p, l, newidle_[p].at[l]);
+  for (std::uint32_t l = 0; l < newidle_[p].levels; ++l) {
+    apply_group_flag(p, l, newidle_[p].at[l]);
+    apply_lb_exit(p, l, newidle_[p].at[l]);
+  }
   newidle_[p].levels = 0;
   // check_preempt_tick(): "ran > ideal" also clears the preempted entity's buddy marks.
   if (d.clear_buddies_of != kNil && ents_[d.clear_buddies_of].on_rq && ents_[d.clear_buddies_of].rq == p)

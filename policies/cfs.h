@@ -174,6 +174,11 @@ class Cfs final : public hv::SchedulerPolicy {
   /// Under `cgroups: per-domain`: the load average of v's group runqueue on pCPU p as last
   /// updated (PELT's cfs_rq->avg.load_avg); 0 without groups.
   double group_avg(hv::VcpuId v, hv::PcpuId p) const;
+  /// Whether p's scheduling group at level `level` + 1 is marked imbalanced (sgc->imbalance: a
+  /// balance of p's level-`level` domain fell short for affinity); false at the top level.
+  bool group_imbalanced(hv::PcpuId p, std::uint32_t level) const {
+    return level + 1 < levels_.size() && group_imbalance_[levels_[level].span_of[p]] != 0;
+  }
   /// v's vruntime (absolute, in the frame of the runqueue it is on or last slept on).
   std::int64_t vruntime(hv::VcpuId v) const { return ents_[v].vruntime; }
   /// The runqueue v is on (queued or running); kNoPcpu when blocked.
@@ -299,10 +304,13 @@ class Cfs final : public hv::SchedulerPolicy {
     kFailed,     // nothing moved, no active balance: interval = min (newidle does not count a failure)
     kActive,     // need_active_balance: nr_balance_failed = cache_nice_tries + 1, kick `kick`
   };
+  /// What a balance does to its domain's group-imbalance flag one level up (sgc->imbalance).
+  enum class GroupFlag : std::uint8_t { kKeep, kClear, kSet };
   struct LbOutcome {
     LbExit exit = LbExit::kBalanced;
     bool all_pinned = false;            // LBF_ALL_PINNED at the exit (the longer pinned interval)
     hv::PcpuId kick = hv::kNoPcpu;      // kActive: the stopper kicked (kNoPcpu: busiest already had one)
+    GroupFlag group_flag = GroupFlag::kKeep;  // newidle_balance's, applied with its exits
   };
   /// newidle_balance's outcome at each level it visited, bottom-up.
   struct NewidleBalance {
@@ -448,6 +456,7 @@ class Cfs final : public hv::SchedulerPolicy {
   };
   void build_domains();
   void clear_group_imbalance(hv::PcpuId p, std::uint32_t l, const LbOutcome& out);
+  void apply_group_flag(hv::PcpuId p, std::uint32_t l, const LbOutcome& out);
   std::uint8_t* group_imbalance_of(hv::PcpuId p, std::uint32_t l);
   hv::PcpuId select_idle_sibling(hv::VcpuId v, hv::PcpuId prev, hv::PcpuId target, const topo::CpuSet& allowed);
   void record_wakee(hv::VcpuId waker, hv::VcpuId p, sim::Time now);
@@ -469,7 +478,7 @@ class Cfs final : public hv::SchedulerPolicy {
   bool task_hot(hv::VcpuId v, hv::PcpuId src, hv::PcpuId dst) const;
   bool can_migrate(hv::VcpuId v, hv::PcpuId src, const LbEnv& env) const;
   /// The first entity detach_tasks would take from src (newly-idle, without moving it).
-  hv::VcpuId first_detachable(const LbEnv& env, hv::PcpuId src, const hv::PickFilter& f, bool& all_pinned) const;
+  hv::VcpuId first_detachable(LbEnv& env, hv::PcpuId src, const hv::PickFilter& f, bool& all_pinned) const;
   std::uint32_t detach_and_attach(LbEnv& env, hv::PcpuId src, bool& all_pinned, sim::Time now);
   int load_balance(hv::PcpuId p, std::uint32_t level, IdleType idle, bool& continue_balancing, sim::Time now);
   /// Newly-idle balancing for p, as a choice (entity and its runqueue) that set_next commits.

@@ -138,10 +138,10 @@
 // - MODEL: newly-idle balancing pulls one entity (CONFIG_PREEMPTION kernels stop after the
 //   first; voluntary-preemption ones may take more) and has no per-domain cost cut-off
 //   (max_newidle_lb_cost: balancing takes no time here), so it visits every level until one
-//   pulls. Its effects on the domains' failure counters, intervals and stoppers are decided at
-//   the pick and applied when the pick commits (a pick not committed leaves none).
-// - MODEL: no misfit or asym packing groups; newly-idle balancing neither sets nor clears a
-//   group's imbalance flag (the kernel's does both); the stopper skips the cache-hot test only
+//   pulls. Its effects on the domains' failure counters, intervals, group-imbalance flags and
+//   stoppers are decided at the pick and applied when the pick commits (a pick not committed
+//   leaves none), so the levels above a flag it sets see that flag from the next balance on.
+// - MODEL: no misfit or asym packing groups; the stopper skips the cache-hot test only
 //   through the failure counter, as the kernel does.
 // - MODEL: a balanced or pushed entity keeps Vcpu::pcpu at its last pCPU until it runs again
 //   (the policy API has no migrate hook to tell the dispatcher).
@@ -805,7 +805,10 @@ VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
   return kNil;
 }
 
-VcpuId Cfs::first_detachable(const LbEnv& env, PcpuId src, const hv::PickFilter& f, bool& all_pinned) const {
+VcpuId Cfs::first_detachable(LbEnv& env, PcpuId src, const hv::PickFilter& f, bool& all_pinned) const {
+  // detach_tasks() for a newly idle balance, which stops at its first detach (CONFIG_PREEMPTION):
+  // the entity it would take, with env.imbalance reduced by it; a passed-over entity that may
+  // not run on dst sets LBF_SOME_PINNED (no new_dst for a newly idle balance).
   const Runqueue& s = rqs_[src];
   const std::uint32_t loop_max = std::min(cfg_.nr_migrate, s.nr_running);
   const std::uint32_t tries = levels_[env.level].cache_nice_tries;
@@ -814,10 +817,23 @@ VcpuId Cfs::first_detachable(const LbEnv& env, PcpuId src, const hv::PickFilter&
   for (VcpuId v = s.lru_tail; v != kNil; v = ents_[v].lru_prev) {
     if (++loop > loop_max) break;
     if (hv_->vcpu(v).hard.test(env.dst)) all_pinned = false;
+    else env.some_pinned = true;
     if (!can_migrate(v, src, env) || !f.allows(hv_->vcpu(v))) continue;
-    if (env.type == MigrationType::kLoad && static_cast<std::int64_t>(task_h_load(v) / 2) > env.imbalance && failed <= tries)
-      continue;
-    if (env.type == MigrationType::kUtil && static_cast<std::int64_t>(kCapacityScale) > env.imbalance) continue;
+    switch (env.type) {
+      case MigrationType::kLoad: {
+        const auto load = static_cast<std::int64_t>(task_h_load(v));
+        if (load / 2 > env.imbalance && failed <= tries) continue;
+        env.imbalance -= load;
+        break;
+      }
+      case MigrationType::kUtil:
+        if (static_cast<std::int64_t>(kCapacityScale) > env.imbalance) continue;
+        env.imbalance -= static_cast<std::int64_t>(kCapacityScale);
+        break;
+      case MigrationType::kTask:
+        env.imbalance -= 1;
+        break;
+    }
     return v;
   }
   return kNil;
@@ -981,14 +997,26 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
     env.cpus = spans_[levels_[l].span_of[p]] & usable_;
     env.local_span = child_span(p, l);
     const topo::CpuSet local = spans_[env.local_span] & usable_;
+    // out_balanced clears the level's group-imbalance flag unless every task was pinned.
+    const auto balanced = [&out] {
+      if (!out.all_pinned) out.group_flag = GroupFlag::kClear;
+    };
     for (;;) {  // redo
       std::uint32_t busiest_span = 0;
-      if (!find_busiest_group(env, busiest_span)) break;  // out_balanced
+      if (!find_busiest_group(env, busiest_span)) {
+        balanced();
+        break;
+      }
       const PcpuId busiest = find_busiest_queue(env, busiest_span);
-      if (busiest == kNoPcpu) break;  // out_balanced
+      if (busiest == kNoPcpu) {
+        balanced();
+        break;
+      }
       if (rqs_[busiest].nr_running > 1) {
         out.all_pinned = true;  // LBF_ALL_PINNED, cleared by any entity allowed here
         const VcpuId c = first_detachable(env, busiest, f, out.all_pinned);
+        // "We failed to reach balance because of affinity."
+        if (env.some_pinned && env.imbalance > 0) out.group_flag = GroupFlag::kSet;
         if (c != kNil) {
           out.exit = LbExit::kMoved;
           out.all_pinned = false;
@@ -1017,9 +1045,19 @@ bool Cfs::newidle_choose(PcpuId p, const hv::PickFilter& f, VcpuId& v, PcpuId& s
 
 // load_balance()'s out_balanced: "We reach balance although we may have faced some affinity
 // constraints. Clear the imbalance flag only if other tasks got a chance to move and fix the
-// imbalance." MODEL: newly-idle balancing neither sets nor clears the flag.
+// imbalance."
 void Cfs::clear_group_imbalance(PcpuId p, std::uint32_t l, const LbOutcome& out) {
   if (std::uint8_t* flag = group_imbalance_of(p, l); flag && !out.all_pinned) *flag = 0;
+}
+
+// A newly idle balance's flag, decided at the pick and applied when the pick is committed. MODEL:
+// the levels above in the same newidle_balance pass do not see a flag that a lower level sets
+// (the kernel's would); they see it from the next balance on.
+void Cfs::apply_group_flag(PcpuId p, std::uint32_t l, const LbOutcome& out) {
+  std::uint8_t* flag = group_imbalance_of(p, l);
+  if (!flag) return;
+  if (out.group_flag == GroupFlag::kSet) *flag = 1;
+  if (out.group_flag == GroupFlag::kClear) *flag = 0;
 }
 
 // sd_parent->groups->sgc->imbalance for p's domain at level l: the flag of that level's span,

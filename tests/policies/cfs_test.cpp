@@ -966,6 +966,37 @@ TEST(CfsBalance, AGroupLeftShortByAffinityIsImbalancedOneLevelUp) {
   EXPECT_GT(samples_on1, 0u) << "no X was ever moved to CPU 1";
 }
 
+TEST(CfsBalance, ANewlyIdleBalanceShortForAffinityMarksItsGroupImbalanced) {
+  // two_cores_ht: core 0 = CPUs {0, 2}, core 1 = {1, 3}. H1 and H3 hold core 1, two tasks X that
+  // may run on CPUs 1 and 2 only fork onto CPU 2, and T (pinned to CPU 0) runs from 1.2 ms
+  // until 1.5 ms at the latest and sleeps. CPU 0's newly idle balance then finds CPU 2 overloaded at the SMT level
+  // and cannot take an X: LBF_SOME_PINNED with imbalance left, so load_balance marks core 0
+  // imbalanced for the MC level, newly idle or not. At 1.6 ms no periodic balance of CPU 0 has
+  // run since the Xs arrived (its ticks are at whole milliseconds), so the mark is newidle's.
+  CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
+  const VcpuId h1 = ch.pinned("h1", 1);
+  const VcpuId h3 = ch.pinned("h3", 3);
+  const VcpuId t = ch.pinned("t", 0);
+  const std::vector<VcpuId> x = ch.allowed("x", 2, test::cpus({1, 2}));
+  ch.h.start();
+  ch.hog(h1);
+  ch.hog(h3);
+  ch.h.run_until(sim::us(1100));
+  for (VcpuId v : x) ch.hog(v);
+  ch.h.run_until(sim::us(1200));
+  for (VcpuId v : x) ASSERT_EQ(ch.host().vcpu(v).pcpu, 2u) << "X" << v << " forked elsewhere";
+  ASSERT_EQ(ch.cfs().tick() % sim::ms(1), 0) << "the test needs ticks at whole milliseconds";
+  ASSERT_FALSE(ch.cfs().group_imbalanced(0, 0));
+  ch.h.fake().set_plan(t, FakeGuest::job(150e3));  // 150-300 us beside a busy sibling
+  ch.h.fake().kick(t);
+  ch.h.run_until(sim::us(1300));
+  ASSERT_EQ(ch.host().vcpu(t).pcpu, 0u);
+  EXPECT_FALSE(ch.cfs().group_imbalanced(0, 0)) << "marked before CPU 0 went idle";
+  ch.h.run_until(sim::us(1600));
+  ASSERT_TRUE(ch.host().is_blocked(t));
+  EXPECT_TRUE(ch.cfs().group_imbalanced(0, 0));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Core scheduling's priority.
 
