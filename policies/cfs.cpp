@@ -99,10 +99,12 @@
 // the CPU the wake-up runs on (the waker's, or the wakee's prev for a timer or device interrupt
 // there; pick_cpu notes it), so a wakee placed on another CPU preempts that CPU's entity one
 // reschedule IPI later, and one placed on the waking CPU at once.
-// MODEL: an idle CPU is woken at once (an idle loop polling need_resched: 3.16+'s
-// TIF_POLLING_NRFLAG over mwait; 3.10's idle loop cleared it and took the IPI as well), and a
-// wakee is enqueued at once, where 3.10's TTWU_QUEUE queued a wake-up across caches to the
-// target's wake_list until its IPI.
+// An idle CPU is woken at once. 3.16+ idles polling need_resched (TIF_POLLING_NRFLAG over mwait:
+// no IPI). 3.10's cpu_idle_loop cleared TIF_POLLING_NRFLAG, so resched_task sent the IPI, but
+// intel_idle's mwait monitors the thread_info flags word, so the flag's write itself ends the
+// idle wait: either way, no IPI latency. MODEL: a wakee is enqueued at once, where a wake-up
+// across last-level caches was queued on the target's wake_list until its IPI arrived (3.10's
+// TTWU_QUEUE; 5.8+'s ttwu_queue_wakelist, without an IPI when the target idles polling).
 //
 // Core scheduling priority (core_priority, Linux prio_less -> cfs_prio_less). kRaw: -vruntime of
 // the task's root-level entity (its group entity, or itself), the raw per-runqueue value the
