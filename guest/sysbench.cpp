@@ -69,8 +69,9 @@ std::vector<ParamSpec> SysbenchMemory::param_specs() {
       ParamSpec{"block_size", ParamSpec::Kind::kInt, 1024.0 * 1024.0, 1024, 1 << 30, {},
                 "--memory-block-size in bytes (1 MiB: the DRAM-bandwidth configuration)"}.in_bytes(),
       {"thread_bandwidth", ParamSpec::Kind::kDouble, 6000, 1, 1e6, {},
-       "MiB/s one thread writes alone on an idle machine with local memory [E]: Nehalem-EP "
-       "single-thread sequential write; the per-study calibration constant"},
+       "MiB/s one thread writes alone on an idle machine with local memory, at this block_size [E]: "
+       "Nehalem-EP single-thread sequential write; the per-study calibration constant (an event costs "
+       "block_size / thread_bandwidth, with no per-event overhead, so block_size alone does not change MiB/s)"},
       {"mem_intensity", ParamSpec::Kind::kDouble, 0.8, 0.0, 1.0, {},
        "share of its time stalled on memory, scales the NUMA penalty [E]"},
       kEventsPerStep,
