@@ -939,6 +939,29 @@ TEST(CfsBalance, TasksPinnedAwayFromTheBalancerGoToAnotherCpuOfItsGroup) {
   EXPECT_EQ(ch.host().vcpu(h2).pcpu, 2u);
 }
 
+// The group-imbalance set-up on two_cores_ht (core 0 = CPUs {0, 2}, core 1 = {1, 3}): H1 and H3,
+// pinned hogs, hold core 1; two tasks X may run on CPUs 1 and 2 only.
+struct Core1HogsAndXs {
+  VcpuId h1, h3;
+  std::vector<VcpuId> x;
+};
+Core1HogsAndXs add_core1_hogs_and_xs(CfsHost& ch) {
+  const VcpuId h1 = ch.pinned("h1", 1);
+  const VcpuId h3 = ch.pinned("h3", 3);
+  return {h1, h3, ch.allowed("x", 2, test::cpus({1, 2}))};
+}
+
+// Starts H1 and H3 at once and the Xs at `at`; by `check` both Xs must have forked onto CPU 2
+// (core 0 has the idle threads, and CPU 2 is the one they may use).
+void fork_xs_onto_cpu2(CfsHost& ch, const Core1HogsAndXs& s, sim::Time at, sim::Time check) {
+  ch.hog(s.h1);
+  ch.hog(s.h3);
+  ch.h.run_until(at);
+  for (VcpuId v : s.x) ch.hog(v);
+  ch.h.run_until(check);
+  for (VcpuId v : s.x) ASSERT_EQ(ch.host().vcpu(v).pcpu, 2u) << "X" << v << " forked elsewhere";
+}
+
 TEST(CfsBalance, AGroupLeftShortByAffinityIsImbalancedOneLevelUp) {
   // two_cores_ht: core 0 = CPUs {0, 2}, core 1 = {1, 3}. H1 and H3 hold core 1; then two tasks X
   // that may run on CPUs 1 and 2 only fork onto CPU 2 (core 0 is the idle one). CPU 0's SMT-level
@@ -949,42 +972,28 @@ TEST(CfsBalance, AGroupLeftShortByAffinityIsImbalancedOneLevelUp) {
   // then sends it back to CPU 2 by LBF_DST_PINNED, core 1 being overloaded, as the kernel would;
   // so the test counts the samples in which an X sits on CPU 1.)
   CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
-  const VcpuId h1 = ch.pinned("h1", 1);
-  const VcpuId h3 = ch.pinned("h3", 3);
-  const std::vector<VcpuId> x = ch.allowed("x", 2, test::cpus({1, 2}));
+  const Core1HogsAndXs s = add_core1_hogs_and_xs(ch);
   ch.h.start();
-  ch.hog(h1);
-  ch.hog(h3);
-  ch.h.run_until(sim::ms(1));
-  for (VcpuId v : x) ch.hog(v);
-  ch.h.run_until(sim::ms(2));
-  for (VcpuId v : x) ASSERT_EQ(ch.host().vcpu(v).pcpu, 2u) << "X" << v << " forked elsewhere";
+  ASSERT_NO_FATAL_FAILURE(fork_xs_onto_cpu2(ch, s, sim::ms(1), sim::ms(2)));
   std::uint32_t samples_on1 = 0;
   ch.h.run_sampled(sim::seconds(1), sim::ms(1), [&] {
-    for (VcpuId v : x) samples_on1 += ch.cfs().runqueue_of(v) == 1;
+    for (VcpuId v : s.x) samples_on1 += ch.cfs().runqueue_of(v) == 1;
   });
   EXPECT_GT(samples_on1, 0u) << "no X was ever moved to CPU 1";
 }
 
 TEST(CfsBalance, ANewlyIdleBalanceShortForAffinityMarksItsGroupImbalanced) {
-  // two_cores_ht: core 0 = CPUs {0, 2}, core 1 = {1, 3}. H1 and H3 hold core 1, two tasks X that
-  // may run on CPUs 1 and 2 only fork onto CPU 2, and T (pinned to CPU 0) runs from 1.2 ms
-  // until 1.5 ms at the latest and sleeps. CPU 0's newly idle balance then finds CPU 2 overloaded at the SMT level
-  // and cannot take an X: LBF_SOME_PINNED with imbalance left, so load_balance marks core 0
-  // imbalanced for the MC level, newly idle or not. At 1.6 ms no periodic balance of CPU 0 has
-  // run since the Xs arrived (its ticks are at whole milliseconds), so the mark is newidle's.
+  // The group-imbalance set-up (the Xs fork onto CPU 2 at 1.1 ms), and T, pinned to CPU 0, runs
+  // from 1.2 ms until 1.5 ms at the latest and sleeps. CPU 0's newly idle balance then finds CPU
+  // 2 overloaded at the SMT level and cannot take an X: LBF_SOME_PINNED with imbalance left, so
+  // load_balance marks core 0 imbalanced for the MC level, newly idle or not. At 1.6 ms no
+  // periodic balance of CPU 0 has run since the Xs arrived (its ticks are at whole
+  // milliseconds), so the mark is newidle's.
   CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
-  const VcpuId h1 = ch.pinned("h1", 1);
-  const VcpuId h3 = ch.pinned("h3", 3);
+  const Core1HogsAndXs s = add_core1_hogs_and_xs(ch);
   const VcpuId t = ch.pinned("t", 0);
-  const std::vector<VcpuId> x = ch.allowed("x", 2, test::cpus({1, 2}));
   ch.h.start();
-  ch.hog(h1);
-  ch.hog(h3);
-  ch.h.run_until(sim::us(1100));
-  for (VcpuId v : x) ch.hog(v);
-  ch.h.run_until(sim::us(1200));
-  for (VcpuId v : x) ASSERT_EQ(ch.host().vcpu(v).pcpu, 2u) << "X" << v << " forked elsewhere";
+  ASSERT_NO_FATAL_FAILURE(fork_xs_onto_cpu2(ch, s, sim::us(1100), sim::us(1200)));
   ASSERT_EQ(ch.cfs().tick() % sim::ms(1), 0) << "the test needs ticks at whole milliseconds";
   ASSERT_FALSE(ch.cfs().group_imbalanced(0, 0));
   ch.h.fake().set_plan(t, FakeGuest::job(150e3));  // 150-300 us beside a busy sibling
