@@ -758,9 +758,11 @@ VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
   // scheduling; walk its domains bottom-up, their CPUs from p on (wrapping), for a queued (not
   // running) entity of the core's cookie that may run on p: the best such on the first CPU that
   // has one (sched_core_find). Untagged work is never stolen. MODEL: core_occupation is not
-  // compared, and a CPU is not skipped for holding its core_pick (there is none between picks);
-  // only a CPU that is itself forced idle steals (the kernel queues the balancer on every CPU
-  // that ends up idle while its core is in forced idle, including ones with nothing queued).
+  // compared, and a CPU is not skipped for holding its core_pick (there is none between picks).
+  // Only a CPU that is itself forced idle steals, as queue_core_balance() queues the balancer
+  // only then ("if (!rq->nr_running) /* not forced idle */ return;"). The kernel steals in a
+  // balance callback right after the switch to idle; here the pick that idles chooses the steal
+  // (the switch is instantaneous in the model, so the two instants coincide).
   if (!f.match_cookie || f.cookie == 0) return kNil;
   topo::CpuSet seen = topo::CpuSet::single(p);
   for (std::uint32_t l = 0; l < levels_.size(); ++l) {
