@@ -164,9 +164,9 @@ TEST(CfsGroups, NewVcpusArriveWithTheirWeightAsTheirLoadAverage) {
   // seen as heavy tasks until they get a chance to stabilize", and the fork attaches it to its
   // group runqueue. Four new busy vCPUs of one VM on four CPUs therefore split the VM's shares
   // from the start: 1024 * 1024 / (4 * 1024) = 256 each once every CPU has refreshed its group
-  // entity (at an enqueue or its next tick, update_cfs_group). Started at 0, at 20 ms each
-  // average would be 1024 * (1 - 2^(-20/32)) = 360 and each CPU's weight 1024 * 1024 / (1024 +
-  // 3 * 360) = 498: its own queued weight counts whole against its neighbours' young averages.
+  // entity (at an enqueue or its next tick, update_cfs_group). Started at 0 (the model until
+  // 2026-12-03) the four weights at 20 ms were 1024, 947, 881 and 823: each CPU's own queued
+  // weight counted whole against its neighbours' young averages.
   TestHost h(test::flat(4), test::exact_host(), 1, "cfs", groups(true));
   auto a = h.add_fake(test::vm("a", 4));
   h.start();
