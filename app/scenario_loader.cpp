@@ -59,14 +59,23 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
         continue;
       }
     }
-    if (x < p.lo || x > p.hi) {
+    // A value below a key's nonzero floor ran as the plug-in's fallback: credit2's ratelimit of
+    // 50us ran as 1ms (Xen's boot-time reset to the default), exit 0.
+    const bool below_floor = p.least_nonzero > 0 && x != 0 && x < p.least_nonzero;
+    if (x < p.lo || x > p.hi || below_floor) {
       // The value as written: printing x would show 4294967297 as 4.29497e+09, and
       // 1.0000000000000002 as 1, "out of range [0, 1]".
       std::ostringstream os;
-      if (p.kind == sim::ParamSpec::Kind::kDuration)
-        os << v.node().Scalar() << " is out of range [" << duration_text(p.lo) << ", " << duration_text(p.hi) << "]";
-      else
-        os << v.node().Scalar() << " is out of range [" << p.lo << ", " << p.hi << "]";
+      const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
+      const auto text = [&](double b) {
+        std::ostringstream t;
+        if (dur) t << duration_text(b);
+        else t << b;
+        return t.str();
+      };
+      os << v.node().Scalar() << " is out of range";
+      if (p.least_nonzero > 0) os << ": 0 (off) or [" << text(p.least_nonzero) << ", " << text(p.hi) << "]";
+      else os << " [" << text(p.lo) << ", " << text(p.hi) << "]";
       v.fail(os.str());
     }
     out.set(p.name, x);

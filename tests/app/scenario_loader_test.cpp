@@ -141,6 +141,21 @@ TEST(ScenarioLoader, PolicyParametersAreRead) {
   EXPECT_DOUBLE_EQ(s.policy_params.get("slice", 0), 5e6);
 }
 
+// credit2's ratelimit is 0 (off) or 100us .. 500ms, as Xen's sched_ratelimit_us: 50us was
+// accepted and ran as the default 1ms (the policy's copy of Xen's boot-time reset), exit 0.
+TEST(ScenarioLoader, AKeyThatIsZeroOrAtLeastAFloorRefusesWhatLiesBetween) {
+  const auto c2 = [](const std::string& rl) {
+    return "topology: one-core-ht\nhost: {scheduler: {policy: credit2, ratelimit: " + rl +
+           "}}\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n";
+  };
+  EXPECT_EQ(error_of(c2("50us")), "t.yaml:2:48: host.scheduler.ratelimit: 50us is out of range: 0 (off) or [100us, 500ms]");
+  EXPECT_EQ(error_of(c2("1ns")), "t.yaml:2:48: host.scheduler.ratelimit: 1ns is out of range: 0 (off) or [100us, 500ms]");
+  EXPECT_EQ(error_of(c2("501ms")), "t.yaml:2:48: host.scheduler.ratelimit: 501ms is out of range: 0 (off) or [100us, 500ms]");
+  EXPECT_DOUBLE_EQ(load(c2("0")).policy_params.get("ratelimit", -1), 0);
+  EXPECT_DOUBLE_EQ(load(c2("100us")).policy_params.get("ratelimit", -1), 100e3);
+  EXPECT_DOUBLE_EQ(load(c2("500ms")).policy_params.get("ratelimit", -1), 500e6);
+}
+
 TEST(ScenarioLoader, ErrorsNameLineAndField) {
   EXPECT_EQ(error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, colour: red, workload: {kind: sysbench-cpu}}\n"),
             "t.yaml:3:25: vms[0].colour: unknown key (allowed here: name, count, vcpus, weight, cap, affinity, memory, workload)");
