@@ -827,14 +827,13 @@ ScenarioSpec load_scenario(const YamlReader& root) {
         list.at(i).fail("brings the scenario to " + std::to_string(entities) + " vCPUs and tasks, more than " +
                         std::to_string(kMaxEntities));
       // Guest threads too: 4096 instances of 4096 threads each passed the vCPU cap and took
-      // 3.7 GB per group before the first event.
-      const auto& wp = g.workload.params.all();
-      if (const auto t = wp.find("threads"); t != wp.end()) {
-        threads += static_cast<std::uint64_t>(g.count) * static_cast<std::uint64_t>(t->second);
-        if (threads > kMaxEntities)
-          list.at(i).fail("brings the scenario to " + std::to_string(threads) + " workload threads, more than " +
-                          std::to_string(kMaxEntities));
-      }
+      // 3.7 GB per group before the first event. Every thread the workload runs counts, not its
+      // `threads:` key alone: a program's threads (it has no such parameter), Cassandra's stage
+      // pools and memcached's workers passed the cap and ran out of memory after seconds.
+      threads += static_cast<std::uint64_t>(g.count) * g.workload.threads;
+      if (threads > kMaxEntities)
+        list.at(i).fail("brings the scenario to " + std::to_string(threads) + " workload threads, more than " +
+                        std::to_string(kMaxEntities));
       s.groups.push_back(std::move(g));
     }
   }

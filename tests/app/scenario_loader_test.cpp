@@ -666,6 +666,25 @@ TEST(ScenarioLoader, EveryByteCountTakesUnits) {
   EXPECT_EQ(s.groups[0].workload.params.get("value_size", 0), 16384.0);
 }
 
+// Every thread of a workload counts toward the cap, not only its `threads:` key: a program's
+// threads (no such parameter), Cassandra's read and write stages and memcached's workers passed
+// it (4096 instances of 8193 Cassandra threads ran out of memory after 4 s, exit 2 by luck).
+TEST(ScenarioLoader, EveryThreadAWorkloadRunsHasTheEntityCap) {
+  const std::string head = "topology: one-core-ht\nvms:\n";
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 245, vcpus: 1, workload: {kind: program, threads: 4096, "
+                                  "phases: [{compute: 1ms}]}}\n"),
+            "t.yaml:3:5: vms[0]: brings the scenario to 1003520 workload threads, more than 1000000");
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 244, vcpus: 1, workload: {kind: program, threads: 4096, "
+                                  "phases: [{compute: 1ms}]}}\n"),
+            "no error");
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 123, vcpus: 1, workload: {kind: cassandra, threads: 1, "
+                                  "concurrent_reads: 4096, concurrent_writes: 4096}}\n"),
+            "t.yaml:3:5: vms[0]: brings the scenario to 1007739 workload threads, more than 1000000");
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 980, vcpus: 1, workload: {kind: mutilate, threads: 1, "
+                                  "server_threads: 1024}}\n"),
+            "t.yaml:3:5: vms[0]: brings the scenario to 1004500 workload threads, more than 1000000");
+}
+
 // The cap was checked after every group was built (seconds for a million), at 1:1 with no field.
 TEST(ScenarioLoader, TheEntityCapNamesTheGroupThatPassesIt) {
   std::string yaml = "topology: one-core-ht\nvms:\n";
