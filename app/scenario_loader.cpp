@@ -187,6 +187,26 @@ WorkloadSpec read_workload(const YamlReader& r) {
   for (const auto& p : info->params) allowed.push_back(p.name);
   only_keys(r, allowed);
   w.params = read_params(r, info->params);
+  // A sysbench-memory step is events_per_step events of block_size / thread_bandwidth each, and
+  // every step is an event: one event of 1 KiB at 1e6 MiB/s (1 ns) made a 20 ms run of 64
+  // threads take 3 s (a 10 s run 25 minutes), and steps below a nanosecond wrote more MiB/s than
+  // the node's bandwidth allows. The floor is a program's compute phase's; auto (0) makes 1 ms
+  // (50 us for 0.4 and 0.5), and sysbench-cpu's event_time is at least 1 us.
+  if (w.kind == "sysbench-memory" && r.has("events_per_step")) {
+    const auto value = [&](const char* name) {
+      const auto spec = std::find_if(info->params.begin(), info->params.end(), [&](const auto& p) { return p.name == name; });
+      return w.params.get(name, spec->def);
+    };
+    const double n = value("events_per_step");
+    const double event_ns = value("block_size") / (value("thread_bandwidth") * 1024.0 * 1024.0) * 1e9;
+    if (n >= 1 && n * event_ns < kMinComputeNs) {
+      std::ostringstream os;
+      os << n << " x block_size / thread_bandwidth (" << event_ns << " ns an event) is a step of " << n * event_ns
+         << " ns, shorter than 1us, the shortest compute step (each step is an event): give more events per step, "
+         << "or 0 for the fewest that make 1 ms";
+      r.at("events_per_step").fail(os.str());
+    }
+  }
   // The workload's own thread count: a bare-metal group is one entity per thread, and a
   // workload may run more threads than its `threads` parameter (mutilate adds memcached's).
   w.threads = info->make(w.params)->threads();

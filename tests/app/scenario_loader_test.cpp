@@ -535,6 +535,25 @@ TEST(ScenarioLoader, Utf16AndNulBytesAreRefused) {
             "t.yaml: is not UTF-8 text (a UTF-16 or UTF-32 byte-order mark or a NUL byte); save it as UTF-8");
 }
 
+// A sysbench-memory step (events_per_step x block_size / thread_bandwidth) is at least 1 us, as a
+// program's compute phase: 1 KiB at 1e6 MiB/s with one event a step was 1 ns steps, a 20 ms run
+// of 64 threads took 3 s of wall time, and sub-nanosecond events wrote above the node's bandwidth.
+TEST(ScenarioLoader, SysbenchMemoryStepsAreAtLeastOneMicrosecond) {
+  const auto vm = [](const std::string& workload) {
+    return "topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-memory, " + workload + "}}\n";
+  };
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000, events_per_step: 1")),
+            "t.yaml:3:121: vms[0].workload.events_per_step: 1 x block_size / thread_bandwidth (0.976562 ns an event) "
+            "is a step of 0.976562 ns, shorter than 1us, the shortest compute step (each step is an event): give more "
+            "events per step, or 0 for the fewest that make 1 ms");
+  EXPECT_NE(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000, events_per_step: 1023, version: '0.4'")), "no error");
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000, events_per_step: 1024")), "no error");  // 1 us
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000")), "no error");  // auto: 1 ms
+  // credit2-affinity's 0.4 calibration: 1 KiB at 208.5 MiB/s is 4.7 us an event.
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 208.5, events_per_step: 1, version: '0.4', cs_frac: 0.02")),
+            "no error");
+}
+
 // Instances of a group of count N are NAME-0 .. NAME-N-1: group `cpu` (count 2) and group
 // `cpu-1` both made a `cpu-1`, and one's metrics replaced the other's in every output (exit 0).
 TEST(ScenarioLoader, AnInstanceNameTwiceIsRefused) {
