@@ -55,6 +55,9 @@ std::string describe_param(const sim::ParamSpec& q) {
   }
   if (q.bytes) s += " (bytes; units as 16KiB)";
   if (!q.above.empty()) s += " (above " + q.above + ")";
+  if (q.least_nonzero > 0)
+    s += " (0 or at least " +
+         (q.kind == sim::ParamSpec::Kind::kDuration ? app::duration_text(q.least_nonzero) : std::to_string(q.least_nonzero)) + ")";
   if (q.kind == sim::ParamSpec::Kind::kChoice && !q.choices.empty()) {
     std::string names;
     for (const auto& c : q.choices) names += (names.empty() ? "" : " | ") + c;

@@ -291,6 +291,9 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
       if (o.path == "only" || o.path == "columns")
         throw ConfigError("<command line>", 0, 0, set.option + " " + o.path,
                           "'" + o.path + "' is a sweep entry's reserved key, not a path into the scenario");
+      // The sweep's own check found these in the row's entry and blamed the reproduction's file
+      // (no line: the key was made here), as if the published file were wrong.
+      check_run_setting(o.path, YamlReader(YAML::Node(), "<command line>", set.option + " " + o.path));
       // A column that sets the same field, or one around it, overwrites the row's value in every
       // run (one inside it refines it); the sweep's own check blamed the file's column line.
       const YAML::Node columns = scen["columns"];

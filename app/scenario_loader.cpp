@@ -59,14 +59,23 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
         continue;
       }
     }
-    if (x < p.lo || x > p.hi) {
+    // A value below a key's nonzero floor ran as the plug-in's fallback: credit2's ratelimit of
+    // 50us ran as 1ms (Xen's boot-time reset to the default), exit 0.
+    const bool below_floor = p.least_nonzero > 0 && x != 0 && x < p.least_nonzero;
+    if (x < p.lo || x > p.hi || below_floor) {
       // The value as written: printing x would show 4294967297 as 4.29497e+09, and
       // 1.0000000000000002 as 1, "out of range [0, 1]".
       std::ostringstream os;
-      if (p.kind == sim::ParamSpec::Kind::kDuration)
-        os << v.node().Scalar() << " is out of range [" << duration_text(p.lo) << ", " << duration_text(p.hi) << "]";
-      else
-        os << v.node().Scalar() << " is out of range [" << p.lo << ", " << p.hi << "]";
+      const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
+      const auto text = [&](double b) {
+        std::ostringstream t;
+        if (dur) t << duration_text(b);
+        else t << b;
+        return t.str();
+      };
+      os << v.node().Scalar() << " is out of range";
+      if (p.least_nonzero > 0) os << ": 0 (off) or [" << text(p.least_nonzero) << ", " << text(p.hi) << "]";
+      else os << " [" << text(p.lo) << ", " << text(p.hi) << "]";
       v.fail(os.str());
     }
     out.set(p.name, x);
@@ -178,6 +187,26 @@ WorkloadSpec read_workload(const YamlReader& r) {
   for (const auto& p : info->params) allowed.push_back(p.name);
   only_keys(r, allowed);
   w.params = read_params(r, info->params);
+  // A sysbench-memory step is events_per_step events of block_size / thread_bandwidth each, and
+  // every step is an event: one event of 1 KiB at 1e6 MiB/s (1 ns) made a 20 ms run of 64
+  // threads take 3 s (a 10 s run 25 minutes), and steps below a nanosecond wrote more MiB/s than
+  // the node's bandwidth allows. The floor is a program's compute phase's; auto (0) makes 1 ms
+  // (50 us for 0.4 and 0.5), and sysbench-cpu's event_time is at least 1 us.
+  if (w.kind == "sysbench-memory" && r.has("events_per_step")) {
+    const auto value = [&](const char* name) {
+      const auto spec = std::find_if(info->params.begin(), info->params.end(), [&](const auto& p) { return p.name == name; });
+      return w.params.get(name, spec->def);
+    };
+    const double n = value("events_per_step");
+    const double event_ns = value("block_size") / (value("thread_bandwidth") * 1024.0 * 1024.0) * 1e9;
+    if (n >= 1 && n * event_ns < kMinComputeNs) {
+      std::ostringstream os;
+      os << n << " x block_size / thread_bandwidth (" << event_ns << " ns an event) is a step of " << n * event_ns
+         << " ns, shorter than 1us, the shortest compute step (each step is an event): give more events per step, "
+         << "or 0 for the fewest that make 1 ms";
+      r.at("events_per_step").fail(os.str());
+    }
+  }
   // The workload's own thread count: a bare-metal group is one entity per thread, and a
   // workload may run more threads than its `threads` parameter (mutilate adds memcached's).
   w.threads = info->make(w.params)->threads();
@@ -818,14 +847,13 @@ ScenarioSpec load_scenario(const YamlReader& root) {
         list.at(i).fail("brings the scenario to " + std::to_string(entities) + " vCPUs and tasks, more than " +
                         std::to_string(kMaxEntities));
       // Guest threads too: 4096 instances of 4096 threads each passed the vCPU cap and took
-      // 3.7 GB per group before the first event.
-      const auto& wp = g.workload.params.all();
-      if (const auto t = wp.find("threads"); t != wp.end()) {
-        threads += static_cast<std::uint64_t>(g.count) * static_cast<std::uint64_t>(t->second);
-        if (threads > kMaxEntities)
-          list.at(i).fail("brings the scenario to " + std::to_string(threads) + " workload threads, more than " +
-                          std::to_string(kMaxEntities));
-      }
+      // 3.7 GB per group before the first event. Every thread the workload runs counts, not its
+      // `threads:` key alone: a program's threads (it has no such parameter), Cassandra's stage
+      // pools and memcached's workers passed the cap and ran out of memory after seconds.
+      threads += static_cast<std::uint64_t>(g.count) * g.workload.threads;
+      if (threads > kMaxEntities)
+        list.at(i).fail("brings the scenario to " + std::to_string(threads) + " workload threads, more than " +
+                        std::to_string(kMaxEntities));
       s.groups.push_back(std::move(g));
     }
   }

@@ -359,20 +359,6 @@ void check_label(const YamlReader& map, const YAML::Node& key, const std::string
       fail(what + " holds no control character (a newline or a tab would break the lines of the tables that name it)");
 }
 
-// An override sets a field of one run, so its path must lead to one a run reads. The sweep reads
-// these once, from the file: a swept `sweep.x` or a column's `columns.b` made points that named
-// a value no run had, and a swept seed or repetitions was ignored by every run (each run's seed
-// is derived from the file's seed and its point; every point runs the file's repetitions).
-void check_run_setting(const std::string& path, const YamlReader& at) {
-  const std::string top = path.substr(0, path.find('.'));
-  if (top == "sweep" || top == "columns")
-    at.fail("'" + path + "' is not a setting of a run: sweep: and columns: are read once, to make the runs");
-  if (top == "seed")
-    at.fail("'" + path + "' is not a setting of a run: each run's seed is derived from the file's seed and the run's point");
-  if (top == "repetitions")
-    at.fail("'" + path + "' is not a setting of a run: every point runs the file's repetitions");
-}
-
 const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
   for (const auto& ax : axes)
     if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
@@ -861,6 +847,20 @@ void add_every_run(const ParsedSweep& s, SweepPlan& plan) {
 }
 
 }  // namespace
+
+// An override sets a field of one run, so its path must lead to one a run reads. The sweep reads
+// these once, from the file: a swept `sweep.x` or a column's `columns.b` made points that named
+// a value no run had, and a swept seed or repetitions was ignored by every run (each run's seed
+// is derived from the file's seed and its point; every point runs the file's repetitions).
+void check_run_setting(const std::string& path, const YamlReader& at) {
+  const std::string top = path.substr(0, path.find('.'));
+  if (top == "sweep" || top == "columns")
+    at.fail("'" + path + "' is not a setting of a run: sweep: and columns: are read once, to make the runs");
+  if (top == "seed")
+    at.fail("'" + path + "' is not a setting of a run: each run's seed is derived from the file's seed and the run's point");
+  if (top == "repetitions")
+    at.fail("'" + path + "' is not a setting of a run: every point runs the file's repetitions");
+}
 
 SweepPlan expand_sweep(const YamlReader& root) {
   SweepPlan plan;

@@ -111,6 +111,10 @@ YAML::Node copy_without_marks(const YAML::Node& n);
 /// Fails at `at` unless `path` is a dotted path: no empty part, at most 64 parts.
 void check_dotted_path(const std::string& path, const YamlReader& at);
 
+/// Fails at `at` unless `path` leads to a setting of one run: not sweep:, columns:, seed or
+/// repetitions, which the sweep reads once from the file.
+void check_run_setting(const std::string& path, const YamlReader& at);
+
 /// A new container whose entries share the originals (marks kept); see apply_override.
 YAML::Node shallow_copy(const YAML::Node& n);
 

@@ -157,8 +157,9 @@ std::vector<ParamSpec> Credit2::param_specs() {
   return {
       {"runqueue", K::kChoice, 2, 0, 4, {"cpu", "core", "socket", "node", "all"},
        "pCPUs sharing a runqueue (Xen credit2_runqueue, default socket)"},
-      {"ratelimit", K::kDuration, static_cast<double>(kDefaultRatelimit), 0, static_cast<double>(kRatelimitMax), {},
-       "least run time before a vCPU may be preempted, 0 = off (Xen sched_ratelimit_us, default 1000)"},
+      ParamSpec{"ratelimit", K::kDuration, static_cast<double>(kDefaultRatelimit), 0, static_cast<double>(kRatelimitMax), {},
+                "least run time before a vCPU may be preempted, 0 = off (Xen sched_ratelimit_us, default 1000)"}
+          .zero_or_at_least(static_cast<double>(kRatelimitMin)),
       {"migrate_resist", K::kDuration, static_cast<double>(kDefaultMigrateResist), 0, 1e9, {},
        "credit lead needed to change pCPU (Xen sched_credit2_migrate_resist, default 500 us)"},
       {"cap_period", K::kDuration, static_cast<double>(kDefaultCapPeriod), static_cast<double>(kMinTimer), 10e9, {},
@@ -181,6 +182,7 @@ std::unique_ptr<hv::SchedulerPolicy> Credit2::make(const ParamValues& v) {
   c.runqueue = static_cast<RunqueueLayout>(static_cast<int>(v.get("runqueue", 2)));
   c.ratelimit = static_cast<sim::Duration>(v.get("ratelimit", static_cast<double>(kDefaultRatelimit)));
   // scheduler_init() (core.c): an out-of-range sched_ratelimit_us falls back to the default.
+  // (A scenario file cannot give one: the loader refuses it, zero_or_at_least above.)
   if (c.ratelimit != 0 && (c.ratelimit < kRatelimitMin || c.ratelimit > kRatelimitMax)) c.ratelimit = kDefaultRatelimit;
   c.migrate_resist = static_cast<sim::Duration>(v.get("migrate_resist", static_cast<double>(kDefaultMigrateResist)));
   c.cap_period = static_cast<sim::Duration>(v.get("cap_period", static_cast<double>(kDefaultCapPeriod)));

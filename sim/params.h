@@ -30,6 +30,9 @@ struct ParamSpec {
   std::string above;
   /// A count of bytes: the scenario may give it with a unit (16KiB), as other sizes.
   bool bytes = false;
+  /// Set (> 0) where 0 means off and any other value must be at least this, as Xen's
+  /// sched_ratelimit_us is 0 or 100 us .. 500 ms: the range [lo, hi] still bounds the value.
+  double least_nonzero = 0;
 
   ParamSpec() = default;
   ParamSpec(std::string n, Kind k, double d, double low, double high, std::vector<std::string> c, std::string h)
@@ -48,6 +51,11 @@ struct ParamSpec {
   /// This spec, a size in bytes that takes units.
   ParamSpec in_bytes() && {
     bytes = true;
+    return std::move(*this);
+  }
+  /// This spec, 0 (off) or at least `floor`.
+  ParamSpec zero_or_at_least(double floor) && {
+    least_nonzero = floor;
     return std::move(*this);
   }
 };

@@ -309,6 +309,27 @@ TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
             "<command line>: --row-set 'Alone' guest.hz: given twice for this row; give it once");
 }
 
+// A --row-set of seed, repetitions, sweep or columns is no setting of a run: the sweep's own
+// check refused it, but named the reproduction's file (no line, a field under its sweep entry),
+// as if the published file were wrong.
+TEST(Reproduce, RowSetOfWhatNoRunReadsIsBlamedOnTheOption) {
+  auto error_of_row_set = [](const std::string& path, const std::string& value) {
+    return error_loading("coresched-sysbench", {}, {RowOverride{"Alone", path, value}});
+  };
+  EXPECT_EQ(error_of_row_set("repetitions", "3"),
+            "<command line>: --row-set 'Alone' repetitions: 'repetitions' is not a setting of a run: every point runs "
+            "the file's repetitions");
+  EXPECT_EQ(error_of_row_set("seed", "5"),
+            "<command line>: --row-set 'Alone' seed: 'seed' is not a setting of a run: each run's seed is derived from "
+            "the file's seed and the run's point");
+  EXPECT_EQ(error_of_row_set("sweep.case", "{}"),
+            "<command line>: --row-set 'Alone' sweep.case: 'sweep.case' is not a setting of a run: sweep: and columns: "
+            "are read once, to make the runs");
+  EXPECT_EQ(error_of_row_set("columns", "{}"),
+            "<command line>: --row-set 'Alone' columns: 'columns' is a sweep entry's reserved key, not a path into the "
+            "scenario");
+}
+
 // Rows swept as {values: [...], paths: [...]} are values: --row-set offered `values` and
 // `paths` as the rows, and --row-set values ... broke the sweep with no line.
 TEST(Reproduce, RowSetOnRowsOfAValuesAndPathsAxisIsRefusedAsOnValues) {

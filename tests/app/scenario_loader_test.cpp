@@ -141,6 +141,21 @@ TEST(ScenarioLoader, PolicyParametersAreRead) {
   EXPECT_DOUBLE_EQ(s.policy_params.get("slice", 0), 5e6);
 }
 
+// credit2's ratelimit is 0 (off) or 100us .. 500ms, as Xen's sched_ratelimit_us: 50us was
+// accepted and ran as the default 1ms (the policy's copy of Xen's boot-time reset), exit 0.
+TEST(ScenarioLoader, AKeyThatIsZeroOrAtLeastAFloorRefusesWhatLiesBetween) {
+  const auto c2 = [](const std::string& rl) {
+    return "topology: one-core-ht\nhost: {scheduler: {policy: credit2, ratelimit: " + rl +
+           "}}\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n";
+  };
+  EXPECT_EQ(error_of(c2("50us")), "t.yaml:2:48: host.scheduler.ratelimit: 50us is out of range: 0 (off) or [100us, 500ms]");
+  EXPECT_EQ(error_of(c2("1ns")), "t.yaml:2:48: host.scheduler.ratelimit: 1ns is out of range: 0 (off) or [100us, 500ms]");
+  EXPECT_EQ(error_of(c2("501ms")), "t.yaml:2:48: host.scheduler.ratelimit: 501ms is out of range: 0 (off) or [100us, 500ms]");
+  EXPECT_DOUBLE_EQ(load(c2("0")).policy_params.get("ratelimit", -1), 0);
+  EXPECT_DOUBLE_EQ(load(c2("100us")).policy_params.get("ratelimit", -1), 100e3);
+  EXPECT_DOUBLE_EQ(load(c2("500ms")).policy_params.get("ratelimit", -1), 500e6);
+}
+
 TEST(ScenarioLoader, ErrorsNameLineAndField) {
   EXPECT_EQ(error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, colour: red, workload: {kind: sysbench-cpu}}\n"),
             "t.yaml:3:25: vms[0].colour: unknown key (allowed here: name, count, vcpus, weight, cap, affinity, memory, workload)");
@@ -520,6 +535,25 @@ TEST(ScenarioLoader, Utf16AndNulBytesAreRefused) {
             "t.yaml: is not UTF-8 text (a UTF-16 or UTF-32 byte-order mark or a NUL byte); save it as UTF-8");
 }
 
+// A sysbench-memory step (events_per_step x block_size / thread_bandwidth) is at least 1 us, as a
+// program's compute phase: 1 KiB at 1e6 MiB/s with one event a step was 1 ns steps, a 20 ms run
+// of 64 threads took 3 s of wall time, and sub-nanosecond events wrote above the node's bandwidth.
+TEST(ScenarioLoader, SysbenchMemoryStepsAreAtLeastOneMicrosecond) {
+  const auto vm = [](const std::string& workload) {
+    return "topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-memory, " + workload + "}}\n";
+  };
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000, events_per_step: 1")),
+            "t.yaml:3:121: vms[0].workload.events_per_step: 1 x block_size / thread_bandwidth (0.976562 ns an event) "
+            "is a step of 0.976562 ns, shorter than 1us, the shortest compute step (each step is an event): give more "
+            "events per step, or 0 for the fewest that make 1 ms");
+  EXPECT_NE(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000, events_per_step: 1023, version: '0.4'")), "no error");
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000, events_per_step: 1024")), "no error");  // 1 us
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 1000000")), "no error");  // auto: 1 ms
+  // credit2-affinity's 0.4 calibration: 1 KiB at 208.5 MiB/s is 4.7 us an event.
+  EXPECT_EQ(error_of(vm("block_size: 1KiB, thread_bandwidth: 208.5, events_per_step: 1, version: '0.4', cs_frac: 0.02")),
+            "no error");
+}
+
 // Instances of a group of count N are NAME-0 .. NAME-N-1: group `cpu` (count 2) and group
 // `cpu-1` both made a `cpu-1`, and one's metrics replaced the other's in every output (exit 0).
 TEST(ScenarioLoader, AnInstanceNameTwiceIsRefused) {
@@ -649,6 +683,25 @@ TEST(ScenarioLoader, EveryByteCountTakesUnits) {
       "value_size: 16KiB}}\n");
   EXPECT_EQ(s.groups[0].workload.params.get("cache_footprint", 0), 65536.0);
   EXPECT_EQ(s.groups[0].workload.params.get("value_size", 0), 16384.0);
+}
+
+// Every thread of a workload counts toward the cap, not only its `threads:` key: a program's
+// threads (no such parameter), Cassandra's read and write stages and memcached's workers passed
+// it (4096 instances of 8193 Cassandra threads ran out of memory after 4 s, exit 2 by luck).
+TEST(ScenarioLoader, EveryThreadAWorkloadRunsHasTheEntityCap) {
+  const std::string head = "topology: one-core-ht\nvms:\n";
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 245, vcpus: 1, workload: {kind: program, threads: 4096, "
+                                  "phases: [{compute: 1ms}]}}\n"),
+            "t.yaml:3:5: vms[0]: brings the scenario to 1003520 workload threads, more than 1000000");
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 244, vcpus: 1, workload: {kind: program, threads: 4096, "
+                                  "phases: [{compute: 1ms}]}}\n"),
+            "no error");
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 123, vcpus: 1, workload: {kind: cassandra, threads: 1, "
+                                  "concurrent_reads: 4096, concurrent_writes: 4096}}\n"),
+            "t.yaml:3:5: vms[0]: brings the scenario to 1007739 workload threads, more than 1000000");
+  EXPECT_EQ(test::error_of(head + "  - {name: a, count: 980, vcpus: 1, workload: {kind: mutilate, threads: 1, "
+                                  "server_threads: 1024}}\n"),
+            "t.yaml:3:5: vms[0]: brings the scenario to 1004500 workload threads, more than 1000000");
 }
 
 // The cap was checked after every group was built (seconds for a million), at 1:1 with no field.
