@@ -285,12 +285,14 @@ TEST(Reproduce, ScenarioThatIsNotAMappingIsAnErrorAtItsLine) {
   EXPECT_EQ(error_loading(path), path + ":5:3: scenario: expected a mapping");
 }
 
+// The error of loading coresched-sysbench with one --row-set on its `Alone` row.
+std::string error_of_row_set(const std::string& path, const std::string& value) {
+  return error_loading("coresched-sysbench", {}, {RowOverride{"Alone", path, value}});
+}
+
 // A --row-set goes through the --set checks, among its row's runs only; `only` and `columns`
 // are the entry's reserved keys. Each was dropped or misread with exit 0.
 TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
-  auto error_of_row_set = [](const std::string& path, const std::string& value) {
-    return error_loading("coresched-sysbench", {}, {RowOverride{"Alone", path, value}});
-  };
   // Every column sets the cookies, so the row's value would be overwritten: said of the option
   // (the sweep's own check blamed the file's column line), naming the first such column.
   EXPECT_EQ(error_of_row_set("baremetal.cpu.cookie", "1"),
@@ -313,9 +315,6 @@ TEST(Reproduce, RowSetThatItsRowNeverKeepsOrThatNamesAReservedKeyIsAnError) {
 // check refused it, but named the reproduction's file (no line, a field under its sweep entry),
 // as if the published file were wrong.
 TEST(Reproduce, RowSetOfWhatNoRunReadsIsBlamedOnTheOption) {
-  auto error_of_row_set = [](const std::string& path, const std::string& value) {
-    return error_loading("coresched-sysbench", {}, {RowOverride{"Alone", path, value}});
-  };
   EXPECT_EQ(error_of_row_set("repetitions", "3"),
             "<command line>: --row-set 'Alone' repetitions: 'repetitions' is not a setting of a run: every point runs "
             "the file's repetitions");
