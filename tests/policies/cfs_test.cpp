@@ -1006,6 +1006,46 @@ TEST(CfsBalance, ANewlyIdleBalanceShortForAffinityMarksItsGroupImbalanced) {
   EXPECT_TRUE(ch.cfs().group_imbalanced(0, 0));
 }
 
+TEST(CfsBalance, ANewlyIdleBalanceThatFindsBalanceClearsItsGroupsImbalanceMark) {
+  // The group-imbalance set-up, with a second hog pinned to CPU 3 (so some runqueue stays
+  // overloaded and newidle_balance does not return early) and Xs in 50 us segments. The mark is
+  // set as in the test above. Then the X running on CPU 2 stops, leaving one task there, and T
+  // runs again and sleeps between two ticks: CPU 0's newly idle balance finds its SMT level
+  // balanced (the busiest group runs one task), and out_balanced clears core 0's mark, as
+  // load_balance does for every idle type. No periodic balance runs between ticks, so the
+  // clearing is newidle's.
+  CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
+  const Core1HogsAndXs s = add_core1_hogs_and_xs(ch);
+  const VcpuId t = ch.pinned("t", 0);
+  const VcpuId h3b = ch.pinned("h3b", 3);
+  ch.h.start();
+  ch.hog(h3b);
+  for (VcpuId v : s.x) ch.h.fake().set_plan(v, FakeGuest::hog(50e3));
+  ch.hog(s.h1);
+  ch.hog(s.h3);
+  ch.h.run_until(sim::us(1100));
+  for (VcpuId v : s.x) ch.h.fake().kick(v);
+  ch.h.run_until(sim::us(1200));
+  for (VcpuId v : s.x) ASSERT_EQ(ch.host().vcpu(v).pcpu, 2u) << "X" << v << " forked elsewhere";
+  ASSERT_EQ(ch.cfs().tick() % sim::ms(1), 0) << "the test needs ticks at whole milliseconds";
+  ch.h.fake().set_plan(t, FakeGuest::job(150e3));
+  ch.h.fake().kick(t);
+  ch.h.run_until(sim::us(2050));
+  ASSERT_TRUE(ch.cfs().group_imbalanced(0, 0)) << "the mark was not set";
+  const VcpuId running = ch.host().pcpu(2).curr;
+  ASSERT_TRUE(running == s.x[0] || running == s.x[1]);
+  ch.h.fake().set_plan(running, FakeGuest::Plan{});  // halts at the end of its segment
+  ch.h.run_until(sim::us(2150));
+  ASSERT_TRUE(ch.host().is_blocked(running));
+  ASSERT_EQ(ch.cfs().runqueue_of(running == s.x[0] ? s.x[1] : s.x[0]), 2u);
+  ASSERT_TRUE(ch.cfs().group_imbalanced(0, 0)) << "cleared before CPU 0 went newly idle";
+  ch.h.fake().set_plan(t, FakeGuest::job(150e3));
+  ch.h.fake().kick(t);
+  ch.h.run_until(sim::us(2900));
+  ASSERT_TRUE(ch.host().is_blocked(t));
+  EXPECT_FALSE(ch.cfs().group_imbalanced(0, 0));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Core scheduling's priority.
 
