@@ -130,9 +130,11 @@
 // replenish_domain_budget, csched2_dom_cntl, csched2_alloc_udata, cpu_add_to_runqueue.
 // xen/common/sched/core.c (state_entry_time, sched_unit_migrate_finish); xen/common/sched/
 // private.h (has_soft_affinity, affinity_balance_cpumask); ../shared/reference/xen-credit2.md.
-// Two details follow that reference (upstream c447b7308b) where the credit2.c read alongside it
-// (07b0eb5d) differs: csched2_runtime() also runs snext only down to the credit of the vCPU it
-// displaces (inflight_credit), and a continuing vCPU gets update_load(0).
+// Two details follow that reference (upstream c447b7308b, Aug 2026) where the older credit2.c
+// in the code index (07b0eb5d, before the October 2022 runqueue fix) differs: csched2_runtime()
+// also runs snext only down to the credit of the vCPU it displaces (inflight_credit), and a
+// continuing vCPU gets update_load(0). With the older rules the affinity study's 10-VM row
+// moves by 0.04% (a helper's audit, 2026-12-03).
 #include "policies/credit2.h"
 
 #include <algorithm>
@@ -645,8 +647,12 @@ Credit2::Decision Credit2::runq_candidate(PcpuId p, VcpuId scurr, sim::Time now,
     if (!runnable(u)) continue;
     if (!e.hard.test(p)) continue;
     if (!f.allows(e)) continue;  // MODEL: the core-scheduling filter acts like hard affinity
-    // Reserved for another pCPU that has not scheduled yet.
-    if (su.tickled_cpu != kNoPcpu && su.tickled_cpu != p && tickled_.test(su.tickled_cpu)) continue;
+    // Reserved for another pCPU of this runqueue that has not scheduled yet (Xen tests
+    // rqd->tickled: a tickle left in another runqueue, by a vCPU balance_load moved here since,
+    // reserves nothing).
+    if (su.tickled_cpu != kNoPcpu && su.tickled_cpu != p && tickled_.test(su.tickled_cpu) &&
+        rq_of_[su.tickled_cpu] == rq_of_[p])
+      continue;
     // From another pCPU only with a clear lead (CSCHED2_MIGRATE_RESIST).
     if (su.processor != p && snext_credit + cfg_.migrate_resist > su.credit) continue;
     if (yield || su.credit > snext_credit) {

@@ -101,7 +101,10 @@ void Credit2::update_max_weight(std::uint32_t rq, std::uint32_t new_weight, std:
 // csched2_res_pick(): a pending balance move goes to its target runqueue; otherwise the least
 // loaded runqueue (b_avgload; its own counted without v) that v's hard affinity reaches, where
 // one that also reaches its soft affinity always wins if there is one, even if more loaded. The
-// pCPU is the next after that runqueue's pick_bias (runq_tickle chooses the real one later).
+// pCPU is the next after the least loaded runqueue's pick_bias, which takes it, also when the
+// soft minimum's runqueue won: Xen cycles "cpumask_cycle(min_rqd->pick_bias, ...)" over the
+// soft runqueue's pCPUs and stores the result in min_rqd->pick_bias, so a soft pick moves the
+// other runqueue's cursor (runq_tickle chooses the real pCPU later).
 PcpuId Credit2::res_pick(VcpuId v) {
   VcpuState& s = vs_[v];
   const hv::Vcpu& e = hv_->vcpu(v);
@@ -137,9 +140,9 @@ PcpuId Credit2::res_pick(VcpuId v) {
     m &= e.soft;
     rq = min_s_rq;
   }
-  Runqueue& r = rqs_[rq];
-  r.pick_bias = cycle_from(r.pick_bias, m & r.active);
-  return r.pick_bias;
+  Runqueue& cursor = rqs_[min_rq];
+  cursor.pick_bias = cycle_from(cursor.pick_bias, m & rqs_[rq].active);
+  return cursor.pick_bias;
 }
 
 // unit_is_migrateable(): not already moving, and allowed somewhere in rq.

@@ -9,8 +9,9 @@
 // gives the same runqueues Xen builds on those machines: e.g. a 2-socket, 64-thread host with a
 // 16-CPU limit gets 4 runqueues of 16 threads, siblings together.
 //
-// MODEL: sched-gran=cpu only (a runqueue's fill counts threads); the core-granularity variant,
-// whose fill counts cores, is not built here.
+// At sched-gran=core the caller passes one thread per core as `usable` and the online thread
+// count, so a runqueue's fill counts cores and the siblings test reduces to the fill limit, as
+// Xen's skip of cpu_runqueue_siblings_match() at gran != SCHED_GRAN_cpu gives.
 #include "policies/credit2_runqueue.h"
 
 namespace vcpusim::policy::credit2 {

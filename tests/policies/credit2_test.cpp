@@ -460,6 +460,29 @@ TEST(Credit2Wake, StaysInItsRunqueueEvenWhenOnlyTheOtherHasIdlePcpus) {
   EXPECT_EQ(h.host().vcpu_stats(wv).runnable, sim::ms(1) - sim::us(100));
 }
 
+TEST(Credit2Placement, ASoftPickTakesAndMovesTheLeastLoadedRunqueuesCursor) {
+  // x5570, runqueue per socket: rq 0 = socket 0 {0-3, 8-11}, cursor at 0; rq 1 = socket 1
+  // {4-7, 12-15}, cursor at 4 (init_cpu_runqueue: the first pCPU added). Both are empty, so the
+  // least loaded is rq 0. A vCPU with soft affinity socket 1 goes to rq 1 (the soft minimum
+  // wins), at the pCPU after rq 0's cursor among socket 1's: 4 (from rq 1's own cursor it would
+  // be 5), and rq 0's cursor becomes 4. The next vCPU, without soft affinity, goes to rq 0 at
+  // the pCPU after 4 there: 8 (from an unmoved cursor it would be 1). Each wakes on an idle
+  // host and runq_tickle takes its own pCPU, idle in a fully idle core, first.
+  TestHost h(test::x5570_2s(), {}, 1, "credit2");
+  hv::DomainSpec ds = test::vm("soft", 1);
+  ds.soft.assign(1, test::cpus({4, 5, 6, 7, 12, 13, 14, 15}));
+  auto soft = h.add_fake(ds);
+  auto plain = h.add_fake(test::vm("plain", 1));
+  h.start();
+  start_hogs(h, {soft, plain});
+  h.run_until(sim::us(10));
+  Credit2& c = credit2_of(h);
+  EXPECT_EQ(c.runqueue_of_vcpu(soft.vcpus[0]), 1u);
+  EXPECT_EQ(h.host().vcpu(soft.vcpus[0]).pcpu, 4u);
+  EXPECT_EQ(c.runqueue_of_vcpu(plain.vcpus[0]), 0u);
+  EXPECT_EQ(h.host().vcpu(plain.vcpus[0]).pcpu, 8u);
+}
+
 // System: flat(2) (one runqueue {0, 1}), ratelimit off (so every running vCPU is preemptable
 // and only credit decides). Hogs g0 pinned to pCPU 0 and g1 pinned to pCPU 1; a waker w, free,
 // whose processor is pCPU 0 (csched2_res_pick cycles from the last insert, g1's pCPU 1). w runs

@@ -74,19 +74,23 @@ TEST(Credit2Affinity, PerEventStepsWithJitterKeepTheBatchedRowRatios) {
   // alike. The mutexes held 40% of each event (the reference note's figure, which the study
   // used before it took the sources' 2%): contended enough that without the jitter the 6-VM row
   // phase-locks (0.52 of the 2-VM row). Seen: 6/2 0.770 against 0.767, 10/2 0.515 against
-  // 0.508; held to 3%.
+  // 0.508; held to 3%. Only the pinning column: there hard affinity fixes which VMs share cores
+  // (two VMs alone on cores, four on siblings, in both runs). In the other columns the wake-ups
+  // place the vCPUs, and per-event steps, which block vCPUs briefly, can leave a VM with one
+  // vCPU alone and one beside a busy sibling; under a mutex held 40% of each event that VM
+  // runs at its slower vCPU's pace (294 MiB/s, where the two vCPUs alone would sum to about
+  // 336), so the row moves with the placement, not with the step size.
   const std::string hot = "--set vms.db.workload.cs_frac=0.4";
   const auto batched = cells("c2a-batched", hot);
   const auto per_event = cells("c2a-per-event", hot + " --set vms.db.workload.events_per_step=1"
                                                       " --set vms.db.workload.event_cv=0.1");
   ASSERT_EQ(batched.size(), 9u);
   ASSERT_EQ(per_event.size(), 9u);
-  for (const char* col : {"no-affinity", "pinning", "numa-scheduling"})
-    for (const char* row : {"6", "10"}) {
-      const double rb = batched.at({row, col}) / batched.at({"2", col});
-      const double re = per_event.at({row, col}) / per_event.at({"2", col});
-      EXPECT_NEAR(re, rb, 0.03 * rb) << row << " VMs, " << col;
-    }
+  for (const char* row : {"6", "10"}) {
+    const double rb = batched.at({row, "pinning"}) / batched.at({"2", "pinning"});
+    const double re = per_event.at({row, "pinning"}) / per_event.at({"2", "pinning"});
+    EXPECT_NEAR(re, rb, 0.03 * rb) << row << " VMs";
+  }
 }
 
 }  // namespace
