@@ -1176,6 +1176,7 @@ hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
     d.keep = se != kNil && se == curr;
     d.picked = se != kNil;
     d.restart = d.keep && f.core;
+    d.whole_switch = !d.keep && (f.core || f.fresh);
     if (se == kNil) {
       // Nothing runnable here for this pick. An empty runqueue balances newly idle
       // (balance_fair -> newidle_balance; under a cookie filter only a matching entity can be
@@ -1259,7 +1260,7 @@ sim::Duration Cfs::group_slice(PcpuId p, VcpuId se, const Decision& d, sim::Time
   const Runqueue& rq = rqs_[p];
   const VcpuId top = top_of(se, p);
   if (top != se) level(cfs_rq_at(se, p), se, d.keep && !d.restart);
-  level(rq, top, rq.curr == top && !d.restart);
+  level(rq, top, rq.curr == top && !d.restart && !d.whole_switch);
   due = next_tick_at_or_after(due, now);
   return due == sim::kNever ? 0 : due - now;
 }
@@ -1366,7 +1367,11 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
   if (!d.keep) {
     // set_next_entity() at each level that changes: out of the timeline, the slice starts now;
     // the task becomes MRU in cfs_tasks. A group entity already current stays so (its slice
-    // goes on: pick_next_task_fair's smart path).
+    // goes on: pick_next_task_fair's smart path), except under core scheduling, whose
+    // pick_next_task puts the whole hierarchy and ends in set_next_task(rq, next), and a
+    // sibling taking its core_pick does "put_prev_task(rq, prev); set_next_task(rq, next)":
+    // set_next_entity at every level, so the group entity starts a new slice too.
+    if (rq.curr == top && top != want && d.whole_switch) ents_[top].prev_sum_exec = ents_[top].sum_exec;
     if (rq.curr != top) {
       put_back_top(p, now);
       if (top != want) {

@@ -330,6 +330,9 @@ class Cfs final : public hv::SchedulerPolicy {
     hv::VcpuId push = kNil;             // active balance: move this entity to rq.push_cpu
     bool active_done = false;           // the stopper ran: clear rq.active_balance at commit
     bool restart = false;               // keep, but set_next_task restarts the slice (PickFilter::core)
+    bool whole_switch = false;          // a switch by core scheduling's pick_next_task (own pick or
+                                        // a sibling's core_pick): set_next_task at every level,
+                                        // so a group entity that stays current restarts its slice
     sim::Duration slice = 0;
   };
 

@@ -307,6 +307,52 @@ TEST(CfsGroups, ConsistentThroughWakeupsBalancingAndAffinity) {
   EXPECT_GT(cfs_of(h).balance_migrations() + cfs_of(h).newidle_pulls() + cfs_of(h).wake_migrations(), 100u);
 }
 
+TEST(CfsGroups, UnderCoreSchedulingASwitchWithinAVmRestartsTheVmsSlice) {
+  // One core, both VMs pinned to its thread 0, HZ=1000 (two threads: 12 ms latency; at the
+  // root two group entities of weight 1024, 6 ms each; A's two vCPUs 3 ms each). B runs alone
+  // for 100 ms; A's vCPUs start and A's group entity, placed half a latency behind B's, preempts
+  // it at once. a1 runs to the tick where it has run more than 3 ms (104 ms), then a0. Without
+  // core scheduling pick_next_task_fair's smart path keeps A's root slice going across that
+  // switch, so at the 107 ms tick A has run 6.95 ms > 6 at the root: a reschedule, and the root
+  // pick takes B's entity, now leftmost. Core scheduling's pick_next_task ends every switch in
+  // set_next_task(rq, next), set_next_entity at every level, so A's root slice restarts at
+  // 104 ms; at 107 neither level has run more than its ideal (3 <= 6, 3 <= 3), and a0's check
+  // fires one tick later, at 108. So A's turn is one tick longer (sampled every 50 us).
+  const auto turn_of_a = [](bool core_sched) {
+    hv::HostSpec hs = test::exact_host();
+    if (core_sched) hs.core_sched = *hv::core_sched_preset("mainline");
+    sim::ParamValues pv = groups(true);
+    pv.set("hz", 1000.0);
+    TestHost h(test::one_core_ht(), hs, 1, "cfs", pv);
+    hv::DomainSpec da = test::vm("a", 2);
+    da.hard.assign(2, topo::CpuSet::single(0));
+    da.cookie = 1;
+    hv::DomainSpec db = test::vm("b", 1);
+    db.hard.assign(1, topo::CpuSet::single(0));
+    db.cookie = 1;
+    auto a = h.add_fake(da);
+    auto b = h.add_fake(db);
+    h.start();
+    h.fake().set_plan(b.vcpus[0], FakeGuest::hog());
+    h.fake().kick(b.vcpus[0]);
+    h.run_until(sim::ms(100));
+    for (VcpuId v : a.vcpus) {
+      h.fake().set_plan(v, FakeGuest::hog());
+      h.fake().kick(v);
+    }
+    sim::Time a_began = sim::kNever, b_again = sim::kNever;
+    h.run_sampled(sim::ms(130), sim::us(50), [&] {
+      const VcpuId c = h.host().pcpu(0).curr;
+      if (a_began == sim::kNever && (c == a.vcpus[0] || c == a.vcpus[1])) a_began = h.host().now();
+      if (a_began != sim::kNever && b_again == sim::kNever && c == b.vcpus[0]) b_again = h.host().now();
+    });
+    EXPECT_EQ(a_began, sim::ms(100) + sim::us(50)) << "A did not preempt B at once";
+    return b_again - a_began;
+  };
+  EXPECT_EQ(turn_of_a(false), sim::ms(7) - sim::us(50));
+  EXPECT_EQ(turn_of_a(true), sim::ms(8) - sim::us(50));
+}
+
 TEST(CfsGroups, RandomHostsStayConsistentUnderEveryCoreSchedulingVariant) {
   // Random mixes of VMs (1-8 vCPUs, busy, bursty or pinned, weights 128-1024) on the two-socket
   // SMT host, with core scheduling off and under each variant preset (cookie filters, forced
