@@ -254,7 +254,11 @@ int run_command_line(int argc, char** argv) {
   run->add_option("--json", json_path, "write results as JSON to FILE ('-': stdout); rewritten after each repetition")->check(kNonEmpty);
   run->add_option("--csv", csv_path, "write one CSV row per domain and repetition to FILE ('-': stdout)")->check(kNonEmpty);
   run->add_flag("--quiet", quiet, "print no table");
-  run->add_flag("--list", list, "list the scheduler policies and workload models with their parameters, and exit");
+  auto* list_flag = run->add_flag("--list", list, "list the scheduler policies and workload models with their parameters, and exit");
+  // --list runs nothing: a scenario, --json or --set beside it was ignored without a word (a
+  // missing file listed, exit 0, and no --json was written).
+  for (CLI::Option* o : run->get_options())
+    if (o != list_flag && o->get_name() != "--help") list_flag->excludes(o);
 
   auto* trace = cli.add_subcommand("trace", "Write a Chrome/Perfetto trace (JSON) of a window of a run: pCPU and vCPU tracks");
   std::string trace_file, trace_window = "0s..200ms", trace_out;
@@ -320,7 +324,7 @@ int run_command_line(int argc, char** argv) {
   unsigned repro_jobs = 0;
   std::vector<std::string> repro_sets, repro_rows;
   repro->add_option("NAME", repro_name, "configs/reproduce/NAME.yaml (or a path)")->check(kNonEmpty);
-  repro->add_flag("--list", repro_list, "list the reproductions");
+  auto* repro_list_flag = repro->add_flag("--list", repro_list, "list the reproductions");
   auto* from_opt =
       repro->add_option("--from", repro_from, "read finished records from DIR instead of running")->check(kNonEmpty);
   auto* out_opt =
@@ -341,6 +345,9 @@ int run_command_line(int argc, char** argv) {
                     "run and compare only this published row (repeatable; a baseline row is kept), e.g. --row '2x'");
   std::string repro_plot;
   repro->add_option("--plot", repro_plot, "also draw model beside published per row with gnuplot, to FIG.png or FIG.svg")->check(kNonEmpty);
+  // --list runs nothing, as run's does: a NAME, --json or --set beside it was ignored.
+  for (CLI::Option* o : repro->get_options())
+    if (o != repro_list_flag && o->get_name() != "--help") repro_list_flag->excludes(o);
 
   auto* plot = cli.add_subcommand("plot", "Draw a metric of sweep records against a swept field with gnuplot (PNG or SVG)");
   std::vector<std::string> plot_dirs;

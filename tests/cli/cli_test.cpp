@@ -91,6 +91,20 @@ TEST(Cli, ListNamesEveryParameterWithTheChoicesAndDefaultOfEachChoice) {
     EXPECT_NE(o.output.find(s), std::string::npos) << s;
 }
 
+// --list runs nothing, so a scenario, an output or an override beside it was ignored without a
+// word: `run missing.yaml --list` listed, exit 0, and `--json` wrote no file.
+TEST(Cli, ListRefusesTheArgumentsOfARun) {
+  for (const std::string& args : {std::string("run missing.yaml --list"), std::string("run --list --json x.json"),
+                                  std::string("run --list --set duration=1s"), std::string("run --list --seed 3"),
+                                  std::string("reproduce smt-corun-sysbench --list"),
+                                  std::string("reproduce --list --json x.json")}) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.status, 2) << args << ": " << o.output;
+    EXPECT_NE(o.output.find("--list"), std::string::npos) << args << ": " << o.output;
+    EXPECT_NE(o.output.find("excludes"), std::string::npos) << args << ": " << o.output;
+  }
+}
+
 TEST(Cli, GoodScenarioRuns) {
   const Outcome o = run("run " + write_temp("good.yaml", kGood));
   EXPECT_EQ(o.status, 0) << o.output;
