@@ -1392,6 +1392,28 @@ TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
       << o.output;
 }
 
+// A task lies inside its sweep: a hand-edited task_index of 100 (of 12) made merge report
+// every task missing beside the records it wrote (exit 4), and a tasks_total of 0 hid them all
+// (exit 0).
+TEST(CliShard, MergeRefusesATaskIndexNotBelowItsTaskCount) {
+  const std::string f = write_temp("ti.yaml", kSweep), a = fresh_dir("ti-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  const std::string rec((std::istreambuf_iterator<char>(in)), {});
+  for (const auto& [field, value, message] :
+       {std::array<std::string, 3>{"task_index", "100", "task_index: 100 is not below the record's tasks_total (12)"},
+        std::array<std::string, 3>{"tasks_total", "0", "task_index: 0 is not below the record's tasks_total (0)"}}) {
+    std::string edited = rec;
+    const auto at = edited.find("\"" + field + "\":");
+    ASSERT_NE(at, std::string::npos) << edited;
+    edited.replace(at, edited.find_first_of(",}", at) - at, "\"" + field + "\":" + value);
+    const std::string path = write_temp("ti-records.jsonl", edited);
+    const Outcome o = run("merge " + path + " --out " + fresh_dir("ti-m"));
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find(path + ": " + message), std::string::npos) << o.output;
+  }
+}
+
 TEST(CliShard, MergeReportsMissingDuplicateAndForeignRecords) {
   const std::string f = write_temp("shard2.yaml", kSweep), a = fresh_dir("ma"), b = fresh_dir("mb");
   ASSERT_EQ(run("sweep " + f + " --out " + a + " --shard 1/2").status, 0);
