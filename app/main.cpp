@@ -381,7 +381,10 @@ int run_command_line(int argc, char** argv) {
         unsigned k = 0, n = 0;
         char slash = 0;
         std::istringstream is(shard);
-        if (!(is >> k >> slash >> n) || slash != '/' || !is.eof() || n < 1 || k < 1 || k > n)
+        // Digits only: `is >> n` reads "-2" as 2^32 - 2, so --shard 1/-2 ran one task of the
+        // sweep as shard 1 of 4294967294, exit 0.
+        if (shard.find_first_not_of("0123456789/") != std::string::npos || !(is >> k >> slash >> n) ||
+            slash != '/' || !is.eof() || n < 1 || k < 1 || k > n)
           throw app::ConfigError("<command line>", 0, 0, "--shard", "'" + shard + "' is not K/N with 1 <= K <= N");
         so.shard = k;
         so.shards = n;

@@ -1135,6 +1135,19 @@ TEST(CliShard, ShardsPartitionTheSweepExactly) {
   EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("bad") + " --shard 0/3").status, 2);
 }
 
+// A shard is K/N in digits: 1/-2 was read as shard 1 of 2^32 - 2 and ran one task of the sweep,
+// exit 0; ' 1/2' and '+1/2' were read leniently.
+TEST(CliShard, AShardThatIsNotDigitsIsRefusedWithTheOption) {
+  const std::string f = write_temp("shard-digits.yaml", kSweep);
+  for (const char* shard : {"1/-2", "-1/2", "+1/2", "1/ 2", "1/2 "}) {
+    const Outcome o = run("sweep " + f + " --out " + fresh_dir("shard-digits") + " --shard '" + shard + "'");
+    EXPECT_EQ(o.status, 2) << shard << ": " << o.output;
+    EXPECT_NE(o.output.find("--shard: '" + std::string(shard) + "' is not K/N with 1 <= K <= N"), std::string::npos)
+        << shard << ": " << o.output;
+  }
+  EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("shard-digits") + " --shard 01/02 --max-records 1").status, 0);
+}
+
 // Overlapping shards' outputs (1/2 and 1/3 share runs) were read whole by compare: the shared
 // runs counted twice, so Hmeans moved and stddevs shrank. They are kept once, as merge does.
 TEST(CliShard, CompareAndPlotCountARunHeldTwiceOnce) {
