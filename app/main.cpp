@@ -375,7 +375,7 @@ int run_command_line(int argc, char** argv) {
       return cmd_run(file, run_sets, seed, duration, reps, json_path, csv_path, quiet);
     }
     if (*sweep) {
-      app::ensure_output_dir(out_dir, "--out");
+      app::ensure_records_dir(out_dir, "--out");
       app::SweepOptions so{out_dir, jobs, max_records, ::isatty(2) != 0};
       if (!shard.empty()) {
         unsigned k = 0, n = 0;
@@ -430,7 +430,7 @@ int run_command_line(int argc, char** argv) {
       return 0;
     }
     if (*merge) {
-      app::ensure_output_dir(merge_out, "--out");
+      app::ensure_records_dir(merge_out, "--out");
       const app::MergeReport m = app::merge_records(merge_in, merge_out);
       std::cerr << "merge: " << m.records << " records into " << m.out_path << "; " << m.duplicates
                 << " duplicate(s) dropped; " << m.missing.size() << " of " << m.tasks_total << " tasks missing";
@@ -486,7 +486,7 @@ int run_command_line(int argc, char** argv) {
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");
       if (!repro_json.empty()) app::check_output_file(repro_json, "--json");
       if (repro_from.empty()) {
-        app::ensure_output_dir(dir, "--out");
+        app::ensure_records_dir(dir, "--out");
         app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
         if (!repro_rows.empty()) so.only = [&r](const app::SweepRun& run) { return app::runs_published_row(r, run); };
         print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));

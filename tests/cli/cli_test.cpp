@@ -1148,6 +1148,23 @@ TEST(CliShard, AShardThatIsNotDigitsIsRefusedWithTheOption) {
   EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("shard-digits") + " --shard 01/02 --max-records 1").status, 0);
 }
 
+// The records file in an output directory is read (to resume, or to keep in a merge) and then
+// written: a FIFO there blocked sweep and merge for ever on opening it. (A hang here is cut at
+// 10 s and fails as status 124.)
+TEST(CliShard, AnOutDirWhoseRecordsFileIsAFifoIsRefusedWithTheOption) {
+  const std::string f = write_temp("fifo.yaml", kSweep), a = fresh_dir("fifo-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  for (const std::string& cmd : {"sweep " + f + " --max-records 1 --out ", "merge " + a + " --out "}) {
+    const std::string d = fresh_dir("fifo-out");
+    ASSERT_EQ(shell("mkdir -p " + d + " && mkfifo " + d + "/records.jsonl").status, 0);
+    const Outcome o = shell("timeout 10 " + binary() + " " + cmd + d);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find("--out: '" + d + "' holds '" + d + "/records.jsonl', which is not a regular file"),
+              std::string::npos)
+        << cmd << o.output;
+  }
+}
+
 // Overlapping shards' outputs (1/2 and 1/3 share runs) were read whole by compare: the shared
 // runs counted twice, so Hmeans moved and stddevs shrank. They are kept once, as merge does.
 TEST(CliShard, CompareAndPlotCountARunHeldTwiceOnce) {
