@@ -576,6 +576,24 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
   }
 }
 
+// The sweep names a label it refuses quoted (`columns." "`), where the --set that made it has it
+// as written (`columns. `): the error went to the scenario file, with no line, as if the file
+// held the label.
+TEST(Cli, ASetThatMakesABadLabelIsTheOptionsError) {
+  const std::string f = write_temp("set-label.yaml", kGood);
+  for (const auto& [set, message] :
+       {std::pair<std::string, std::string>{"columns. ={host.smt: off}",
+                                            "<command line>: --set columns. : a column's label is not blank"},
+        std::pair<std::string, std::string>{"columns.<<={host.smt: off}",
+                                            "<command line>: --set columns.<<: YAML merge keys (<<) are not read here"},
+        std::pair<std::string, std::string>{"sweep.setup={\" \": {}}",
+                                            "<command line>: --set sweep.setup: an axis's label is not blank"}}) {
+    const Outcome o = run("run " + f + " --quiet --set '" + set + "'");
+    EXPECT_EQ(o.status, 2) << set << ": " << o.output;
+    EXPECT_NE(o.output.find(message), std::string::npos) << set << ": " << o.output;
+  }
+}
+
 // A --set whose field holds an earlier --set's (the same field spelt another way, or one around
 // it) replaced that value, which was dropped without a word: `--set host.smt=off --set
 // 'host={scheduler: {policy: cfs}}'` ran with SMT on, exit 0. One inside an earlier one's field
