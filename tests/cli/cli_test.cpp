@@ -1289,6 +1289,25 @@ TEST(CliShard, RecordsWhoseNamesOrPointHaveTheWrongShapeAreRefused) {
     }
 }
 
+// A hand-made record nested 200,000 deep was parsed, then overflowed the stack where it was
+// written out again: merge (its resolved scenario) and compare (its point) ended in SIGSEGV.
+TEST(CliShard, ARecordNestedDeeperThanAnySweepWritesIsRefused) {
+  const std::string f = write_temp("deep.yaml", kSweep), a = fresh_dir("deep-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string rec((std::istreambuf_iterator<char>(in)), {});
+  const auto at = rec.find("\"point\":{");
+  ASSERT_NE(at, std::string::npos) << rec;
+  rec.insert(at + 9, "\"deep\":" + std::string(200000, '[') + std::string(200000, ']') + ",");
+  const std::string path = write_temp("deep-records.jsonl", rec);
+  for (const std::string& cmd : {"compare " + path, "merge " + path + " --out " + fresh_dir("deep-m")}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output.substr(0, 300);
+    EXPECT_NE(o.output.find(path + ":1:1: not a sweep record: nested deeper than 100 levels"), std::string::npos)
+        << cmd << "\n" << o.output.substr(0, 300);
+  }
+}
+
 // A copied or edited records file whose complete last record lacks its newline: the resume
 // counted that record as done and then cut it as torn, so one run was lost ("0 left").
 TEST(CliSweep, ACompleteLastRecordWithoutItsNewlineIsKeptOnResume) {
