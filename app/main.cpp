@@ -220,11 +220,17 @@ CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
 // then read as not given (it wrote nothing, rc 0).
 const CLI::Validator kNonEmpty(
     [](const std::string& v) -> std::string { return v.empty() ? std::string("is empty") : std::string(); }, "NONEMPTY");
-// A figure title with a control character made an SVG that no XML parser reads.
+// A figure title with a control character made an SVG that no XML parser reads; so did one
+// with bytes that are not UTF-8 (--title $'a\xff').
 const CLI::Validator kPrintable(
     [](const std::string& v) -> std::string {
-      return app::has_control_character(v) ? std::string("holds a control character; a title is one printable line")
-                                           : std::string();
+      if (app::has_control_character(v)) return "holds a control character; a title is one printable line";
+      try {
+        (void)nlohmann::json(v).dump();  // refuses text that is not UTF-8
+      } catch (const nlohmann::json::type_error&) {
+        return "is not UTF-8 text; a title is one printable line";
+      }
+      return std::string();
     },
     "PRINTABLE");
 
