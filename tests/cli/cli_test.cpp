@@ -188,6 +188,19 @@ TEST(Cli, MissingFileIsExitTwo) {
   EXPECT_NE(o.output.find("/nonexistent/scenario.yaml: cannot open file"), std::string::npos) << o.output;
 }
 
+// A file's name goes into --json (`file`), and into `name:` and the records when the scenario
+// has none: not UTF-8, the run ended in a JSON type error after it ran (exit 1), and a sweep
+// wrote no record at all.
+TEST(Cli, AScenarioFileWhoseNameIsNotUtf8IsExitTwoNamingIt) {
+  const std::string path = write_temp("bad\xff" "name.yaml", kGood);
+  for (const std::string& cmd : {"run '" + path + "' --quiet --json " + (scratch() / "u8.json").string(),
+                                 "sweep '" + path + "' --out " + fresh_dir("u8") + " --max-records 1"}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find(path + ": the file's name is not UTF-8 text"), std::string::npos) << cmd << o.output;
+  }
+}
+
 TEST(Cli, EmptyFileIsExitTwo) {
   const Outcome o = run("run " + write_temp("empty.yaml", ""));
   EXPECT_EQ(o.status, 2) << o.output;
