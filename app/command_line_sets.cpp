@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <functional>
 
+#include <nlohmann/json.hpp>
+
 #include "app/sweep.h"
 
 namespace vcpusim::app {
@@ -76,17 +78,44 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
   return YamlReader(doc, root.file(), root.path());
 }
 
+namespace {
+
+// A field with its JSON-quoted keys read back: a label the sweep refuses is named quoted
+// (`columns." "`, `columns."<<"`), where a --set's path has it as written.
+std::string unquoted_field(const std::string& field) {
+  std::string out;
+  for (std::size_t i = 0; i < field.size();) {
+    if (field[i] == '"' && (i == 0 || field[i - 1] == '.')) {
+      std::size_t end = i + 1;
+      while (end < field.size() && field[end] != '"') end += field[end] == '\\' ? 2 : 1;
+      if (end < field.size()) {
+        try {
+          out += nlohmann::json::parse(field.substr(i, end + 1 - i)).get<std::string>();
+          i = end + 1;
+          continue;
+        } catch (const nlohmann::json::exception&) {
+        }
+      }
+    }
+    out += field[i++];
+  }
+  return out;
+}
+
+}  // namespace
+
 ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, const YAML::Node& base,
                                     const ConfigError& e) {
   if (e.line() > 0) return e;
   if (e.field().empty()) return e;  // about the whole scenario: no one option is to blame
+  const std::string e_field = unquoted_field(e.field());
   for (auto it = sets.rbegin(); it != sets.rend(); ++it) {  // the last set of a field is the one in force
     const std::string field = override_field(base, it->path);
     // In a value the option gave, or a mapping it created on its way (hsot.smt=off makes `hsot`).
-    const bool in_value = field_within(e.field(), field);
-    const bool created = field_within(field, e.field()) && !has_field(base, e.field());
+    const bool in_value = field_within(e_field, field);
+    const bool created = field_within(field, e_field) && !has_field(base, e_field);
     if (!in_value && !created) continue;
-    const std::string at = e.field() == field ? "" : " (at " + e.field() + ")";
+    const std::string at = e_field == field ? "" : " (at " + e.field() + ")";
     return ConfigError("<command line>", 0, 0, it->option + " " + it->path, e.message() + at);
   }
   return e;

@@ -220,11 +220,17 @@ CLI::Validator field_range(std::int64_t lo, std::int64_t hi) {
 // then read as not given (it wrote nothing, rc 0).
 const CLI::Validator kNonEmpty(
     [](const std::string& v) -> std::string { return v.empty() ? std::string("is empty") : std::string(); }, "NONEMPTY");
-// A figure title with a control character made an SVG that no XML parser reads.
+// A figure title with a control character made an SVG that no XML parser reads; so did one
+// with bytes that are not UTF-8 (--title $'a\xff').
 const CLI::Validator kPrintable(
     [](const std::string& v) -> std::string {
-      return app::has_control_character(v) ? std::string("holds a control character; a title is one printable line")
-                                           : std::string();
+      if (app::has_control_character(v)) return "holds a control character; a title is one printable line";
+      try {
+        (void)nlohmann::json(v).dump();  // refuses text that is not UTF-8
+      } catch (const nlohmann::json::type_error&) {
+        return "is not UTF-8 text; a title is one printable line";
+      }
+      return std::string();
     },
     "PRINTABLE");
 
@@ -254,7 +260,11 @@ int run_command_line(int argc, char** argv) {
   run->add_option("--json", json_path, "write results as JSON to FILE ('-': stdout); rewritten after each repetition")->check(kNonEmpty);
   run->add_option("--csv", csv_path, "write one CSV row per domain and repetition to FILE ('-': stdout)")->check(kNonEmpty);
   run->add_flag("--quiet", quiet, "print no table");
-  run->add_flag("--list", list, "list the scheduler policies and workload models with their parameters, and exit");
+  auto* list_flag = run->add_flag("--list", list, "list the scheduler policies and workload models with their parameters, and exit");
+  // --list runs nothing: a scenario, --json or --set beside it was ignored without a word (a
+  // missing file listed, exit 0, and no --json was written).
+  for (CLI::Option* o : run->get_options())
+    if (o != list_flag && o->get_name() != "--help") list_flag->excludes(o);
 
   auto* trace = cli.add_subcommand("trace", "Write a Chrome/Perfetto trace (JSON) of a window of a run: pCPU and vCPU tracks");
   std::string trace_file, trace_window = "0s..200ms", trace_out;
@@ -320,7 +330,7 @@ int run_command_line(int argc, char** argv) {
   unsigned repro_jobs = 0;
   std::vector<std::string> repro_sets, repro_rows;
   repro->add_option("NAME", repro_name, "configs/reproduce/NAME.yaml (or a path)")->check(kNonEmpty);
-  repro->add_flag("--list", repro_list, "list the reproductions");
+  auto* repro_list_flag = repro->add_flag("--list", repro_list, "list the reproductions");
   auto* from_opt =
       repro->add_option("--from", repro_from, "read finished records from DIR instead of running")->check(kNonEmpty);
   auto* out_opt =
@@ -341,6 +351,9 @@ int run_command_line(int argc, char** argv) {
                     "run and compare only this published row (repeatable; a baseline row is kept), e.g. --row '2x'");
   std::string repro_plot;
   repro->add_option("--plot", repro_plot, "also draw model beside published per row with gnuplot, to FIG.png or FIG.svg")->check(kNonEmpty);
+  // --list runs nothing, as run's does: a NAME, --json or --set beside it was ignored.
+  for (CLI::Option* o : repro->get_options())
+    if (o != repro_list_flag && o->get_name() != "--help") repro_list_flag->excludes(o);
 
   auto* plot = cli.add_subcommand("plot", "Draw a metric of sweep records against a swept field with gnuplot (PNG or SVG)");
   std::vector<std::string> plot_dirs;
@@ -368,13 +381,16 @@ int run_command_line(int argc, char** argv) {
       return cmd_run(file, run_sets, seed, duration, reps, json_path, csv_path, quiet);
     }
     if (*sweep) {
-      app::ensure_output_dir(out_dir, "--out");
+      app::ensure_records_dir(out_dir, "--out");
       app::SweepOptions so{out_dir, jobs, max_records, ::isatty(2) != 0};
       if (!shard.empty()) {
         unsigned k = 0, n = 0;
         char slash = 0;
         std::istringstream is(shard);
-        if (!(is >> k >> slash >> n) || slash != '/' || !is.eof() || n < 1 || k < 1 || k > n)
+        // Digits only: `is >> n` reads "-2" as 2^32 - 2, so --shard 1/-2 ran one task of the
+        // sweep as shard 1 of 4294967294, exit 0.
+        if (shard.find_first_not_of("0123456789/") != std::string::npos || !(is >> k >> slash >> n) ||
+            slash != '/' || !is.eof() || n < 1 || k < 1 || k > n)
           throw app::ConfigError("<command line>", 0, 0, "--shard", "'" + shard + "' is not K/N with 1 <= K <= N");
         so.shard = k;
         so.shards = n;
@@ -420,7 +436,7 @@ int run_command_line(int argc, char** argv) {
       return 0;
     }
     if (*merge) {
-      app::ensure_output_dir(merge_out, "--out");
+      app::ensure_records_dir(merge_out, "--out");
       const app::MergeReport m = app::merge_records(merge_in, merge_out);
       std::cerr << "merge: " << m.records << " records into " << m.out_path << "; " << m.duplicates
                 << " duplicate(s) dropped; " << m.missing.size() << " of " << m.tasks_total << " tasks missing";
@@ -476,7 +492,7 @@ int run_command_line(int argc, char** argv) {
       if (!repro_plot.empty()) app::check_figure_path(repro_plot, "--plot");
       if (!repro_json.empty()) app::check_output_file(repro_json, "--json");
       if (repro_from.empty()) {
-        app::ensure_output_dir(dir, "--out");
+        app::ensure_records_dir(dir, "--out");
         app::SweepOptions so{dir, repro_jobs, 0, ::isatty(2) != 0};
         if (!repro_rows.empty()) so.only = [&r](const app::SweepRun& run) { return app::runs_published_row(r, run); };
         print_sweep_summary(app::run_sweep(r.plan, so, std::cerr));

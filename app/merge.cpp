@@ -47,6 +47,12 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
       };
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, count_at("tasks_total"));
       if (r.contains("task_index")) seen_tasks.insert(count_at("task_index"));
+      // A task lies inside its sweep: an edited task_index of 100 (of 8) made merge report all 8
+      // tasks missing beside the 8 records it wrote (exit 4), and a tasks_total of 0 hid them all.
+      if (r.contains("task_index") && r.contains("tasks_total") && count_at("task_index") >= count_at("tasks_total"))
+        throw ConfigError(path, 0, 0, "task_index",
+                          r.at("task_index").dump() + " is not below the record's tasks_total (" +
+                              r.at("tasks_total").dump() + "): a sweep numbers its tasks from 0");
       const RecordKey k = table_key_of(r);  // {"x": 2} and {"x": 2.0} are one run, as compare reads them
       if (const auto it = kept.find(k); it != kept.end()) {
         check_same_run(it->second, kept_from.at(k), r, path);

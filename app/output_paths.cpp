@@ -129,6 +129,19 @@ void ensure_output_dir(const std::string& dir, const std::string& option) {
   if (ec) fail("cannot be created: " + ec.message());
 }
 
+void ensure_records_dir(const std::string& dir, const std::string& option) {
+  ensure_output_dir(dir, option);
+  // A FIFO there blocked sweep and merge for ever, opening it to read the records to resume or
+  // keep; a device or a directory is no records file either.
+  const fs::path records = fs::path(dir) / "records.jsonl";
+  std::error_code ec;
+  const fs::file_status st = fs::status(records, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+    throw ConfigError("<command line>", 0, 0, option,
+                      "'" + dir + "' holds '" + records.string() +
+                          "', which is not a regular file: the records are kept in a file there");
+}
+
 void write_atomically(const std::string& path, const std::string& text) {
   if (path == "-") {
     // Results sent to a full disk were lost without a word (exit 0); stop at the first such

@@ -40,6 +40,10 @@ bool same_file(const std::string& a, const std::string& b);
 /// Creates directory `dir` (given to `option`) if it is missing; a ConfigError naming the option
 /// if it cannot be, or if it is a file.
 void ensure_output_dir(const std::string& dir, const std::string& option);
+/// ensure_output_dir for a directory of records (sweep, merge and reproduce --out): its
+/// records.jsonl, read to resume and then written, must be a regular file (or a link to one) if
+/// it exists; a ConfigError naming the option otherwise.
+void ensure_records_dir(const std::string& dir, const std::string& option);
 
 /// Writes `text` to `path` ("-": stdout) through a temporary file beside it (`path`.tmp) and a
 /// rename, so a reader never sees half a file; the temporary file does not survive a failure. A

@@ -66,8 +66,14 @@ namespace {
 // A record line, refusing a key given twice in one object: the JSON parser kept the last one,
 // silently (a hand-edited `"repetition": 5` after `"repetition": 0`), where YAML files refuse it.
 nlohmann::json parse_record_line(const std::string& line) {
+  // A record holds a scenario (at most 64 levels, yaml_reader.cpp) two levels down. A hand-made
+  // one nested 200,000 deep was parsed, then overflowed the stack where it was written out
+  // again (merge, and compare through its point): SIGSEGV.
+  constexpr int kMaxRecordDepth = 100;
   std::vector<std::set<std::string>> keys;  // per open object
-  return nlohmann::json::parse(line, [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  return nlohmann::json::parse(line, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth > kMaxRecordDepth)
+      throw std::runtime_error("nested deeper than " + std::to_string(kMaxRecordDepth) + " levels, which no sweep writes");
     switch (event) {
       case nlohmann::json::parse_event_t::object_start: keys.emplace_back(); break;
       case nlohmann::json::parse_event_t::object_end: keys.pop_back(); break;

@@ -354,6 +354,10 @@ void check_label(const YamlReader& map, const YAML::Node& key, const std::string
                       message);
   };
   if (label.find_first_not_of(" \t") == std::string::npos) fail(what + " is not blank (it is what the tables show)");
+  // A merge key is refused elsewhere in a file (unknown_key_message), but here it was read as a
+  // name: `columns: {<<: {host.smt: off}}` ran a column labelled "<<", exit 0.
+  if (key.Scalar() == "<<" && key.Tag() != "!")
+    fail("YAML merge keys (<<) are not read here: write the entries out ('<<' would be " + what + ")");
   for (const char ch : label)
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
       fail(what + " holds no control character (a newline or a tab would break the lines of the tables that name it)");

@@ -348,6 +348,13 @@ std::string unknown_key_message(const YAML::Node& key, const std::string& allowe
 }
 
 YamlReader YamlReader::load_string(const std::string& text, const std::string& name) {
+  // The file's name goes where its text does: into --json (`file`), and into `name:` and the
+  // records when the scenario has none. Not UTF-8 there, they ended in a JSON type error (exit 1)
+  // after the run.
+  if (invalid_utf8_at(name) != std::string_view::npos)
+    throw ConfigError(name, 0, 0, "",
+                      "the file's name is not UTF-8 text, which --json results (and a scenario or topology "
+                      "without name:, named after it) cannot hold: rename it");
   // yaml-cpp reads UTF-16 and UTF-32 too (by a byte-order mark or NUL bytes), which the README
   // says a scenario is not; such a file ran, and a bad surrogate in it named its field U+FFFD.
   if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0 || text.find('\0') != std::string::npos)

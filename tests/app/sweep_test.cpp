@@ -384,6 +384,20 @@ TEST(Sweep, BlankLabelsAndLabelsHoldingControlCharactersAreRefused) {
   EXPECT_EQ(plan_error_of("sweep:\n  setup: {\"a b\": {}, \"c-d|e\": {}}\ncolumns:\n  \"HT on\": {}\n"), "no error");
 }
 
+// A merge key is refused everywhere else in a file; as a column's label, an axis's name or a
+// labelled axis's label it was read as a name: `columns: {<<: {host.smt: off}}` ran a column
+// labelled "<<". Quoted, it is a name like any other.
+TEST(Sweep, AMergeKeyWhereALabelIsExpectedIsRefused) {
+  const std::string merge = ": YAML merge keys (<<) are not read here: write the entries out ('<<' would be ";
+  EXPECT_EQ(plan_error_of("columns:\n  <<: {host.smt: off}\n"), "s.yaml:7:3: columns.\"<<\"" + merge + "a column's label)");
+  EXPECT_EQ(plan_error_of("columns:\n  a: &c {host.smt: on}\n  <<: {b: *c}\n"),
+            "s.yaml:8:3: columns.\"<<\"" + merge + "a column's label)");
+  EXPECT_EQ(plan_error_of("sweep:\n  <<: {vms.a.count: [1, 2]}\n"), "s.yaml:7:3: sweep.\"<<\"" + merge + "an axis's name)");
+  EXPECT_EQ(plan_error_of("sweep:\n  setup:\n    <<: {x: {host.smt: on}}\n"),
+            "s.yaml:8:5: sweep.setup.\"<<\"" + merge + "an axis's label)");
+  EXPECT_EQ(plan_error_of("columns:\n  '<<': {host.smt: off}\n"), "no error");
+}
+
 // sweep:, columns:, seed and repetitions are read once, by the sweep, and never by a run: a
 // swept `sweep.x` gave two points ({"sweep.x": 1}, {"sweep.x": 2}) of one and the same run, and
 // a swept seed or repetitions was ignored by every run.

@@ -91,6 +91,20 @@ TEST(Cli, ListNamesEveryParameterWithTheChoicesAndDefaultOfEachChoice) {
     EXPECT_NE(o.output.find(s), std::string::npos) << s;
 }
 
+// --list runs nothing, so a scenario, an output or an override beside it was ignored without a
+// word: `run missing.yaml --list` listed, exit 0, and `--json` wrote no file.
+TEST(Cli, ListRefusesTheArgumentsOfARun) {
+  for (const std::string& args : {std::string("run missing.yaml --list"), std::string("run --list --json x.json"),
+                                  std::string("run --list --set duration=1s"), std::string("run --list --seed 3"),
+                                  std::string("reproduce smt-corun-sysbench --list"),
+                                  std::string("reproduce --list --json x.json")}) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.status, 2) << args << ": " << o.output;
+    EXPECT_NE(o.output.find("--list"), std::string::npos) << args << ": " << o.output;
+    EXPECT_NE(o.output.find("excludes"), std::string::npos) << args << ": " << o.output;
+  }
+}
+
 TEST(Cli, GoodScenarioRuns) {
   const Outcome o = run("run " + write_temp("good.yaml", kGood));
   EXPECT_EQ(o.status, 0) << o.output;
@@ -172,6 +186,19 @@ TEST(Cli, MissingFileIsExitTwo) {
   const Outcome o = run("run /nonexistent/scenario.yaml");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.output.find("/nonexistent/scenario.yaml: cannot open file"), std::string::npos) << o.output;
+}
+
+// A file's name goes into --json (`file`), and into `name:` and the records when the scenario
+// has none: not UTF-8, the run ended in a JSON type error after it ran (exit 1), and a sweep
+// wrote no record at all.
+TEST(Cli, AScenarioFileWhoseNameIsNotUtf8IsExitTwoNamingIt) {
+  const std::string path = write_temp("bad\xff" "name.yaml", kGood);
+  for (const std::string& cmd : {"run '" + path + "' --quiet --json " + (scratch() / "u8.json").string(),
+                                 "sweep '" + path + "' --out " + fresh_dir("u8") + " --max-records 1"}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find(path + ": the file's name is not UTF-8 text"), std::string::npos) << cmd << o.output;
+  }
 }
 
 TEST(Cli, EmptyFileIsExitTwo) {
@@ -559,6 +586,24 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
     const Outcome o = run(b.command);
     EXPECT_EQ(o.status, 2) << b.command << ": " << o.output;
     EXPECT_NE(o.output.find(b.message), std::string::npos) << b.command << ": " << o.output;
+  }
+}
+
+// The sweep names a label it refuses quoted (`columns." "`), where the --set that made it has it
+// as written (`columns. `): the error went to the scenario file, with no line, as if the file
+// held the label.
+TEST(Cli, ASetThatMakesABadLabelIsTheOptionsError) {
+  const std::string f = write_temp("set-label.yaml", kGood);
+  for (const auto& [set, message] :
+       {std::pair<std::string, std::string>{"columns. ={host.smt: off}",
+                                            "<command line>: --set columns. : a column's label is not blank"},
+        std::pair<std::string, std::string>{"columns.<<={host.smt: off}",
+                                            "<command line>: --set columns.<<: YAML merge keys (<<) are not read here"},
+        std::pair<std::string, std::string>{"sweep.setup={\" \": {}}",
+                                            "<command line>: --set sweep.setup: an axis's label is not blank"}}) {
+    const Outcome o = run("run " + f + " --quiet --set '" + set + "'");
+    EXPECT_EQ(o.status, 2) << set << ": " << o.output;
+    EXPECT_NE(o.output.find(message), std::string::npos) << set << ": " << o.output;
   }
 }
 
@@ -1121,6 +1166,36 @@ TEST(CliShard, ShardsPartitionTheSweepExactly) {
   EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("bad") + " --shard 0/3").status, 2);
 }
 
+// A shard is K/N in digits: 1/-2 was read as shard 1 of 2^32 - 2 and ran one task of the sweep,
+// exit 0; ' 1/2' and '+1/2' were read leniently.
+TEST(CliShard, AShardThatIsNotDigitsIsRefusedWithTheOption) {
+  const std::string f = write_temp("shard-digits.yaml", kSweep);
+  for (const char* shard : {"1/-2", "-1/2", "+1/2", "1/ 2", "1/2 "}) {
+    const Outcome o = run("sweep " + f + " --out " + fresh_dir("shard-digits") + " --shard '" + shard + "'");
+    EXPECT_EQ(o.status, 2) << shard << ": " << o.output;
+    EXPECT_NE(o.output.find("--shard: '" + std::string(shard) + "' is not K/N with 1 <= K <= N"), std::string::npos)
+        << shard << ": " << o.output;
+  }
+  EXPECT_EQ(run("sweep " + f + " --out " + fresh_dir("shard-digits") + " --shard 01/02 --max-records 1").status, 0);
+}
+
+// The records file in an output directory is read (to resume, or to keep in a merge) and then
+// written: a FIFO there blocked sweep and merge for ever on opening it. (A hang here is cut at
+// 10 s and fails as status 124.)
+TEST(CliShard, AnOutDirWhoseRecordsFileIsAFifoIsRefusedWithTheOption) {
+  const std::string f = write_temp("fifo.yaml", kSweep), a = fresh_dir("fifo-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  for (const std::string& cmd : {"sweep " + f + " --max-records 1 --out ", "merge " + a + " --out "}) {
+    const std::string d = fresh_dir("fifo-out");
+    ASSERT_EQ(shell("mkdir -p " + d + " && mkfifo " + d + "/records.jsonl").status, 0);
+    const Outcome o = shell("timeout 10 " + binary() + " " + cmd + d);
+    EXPECT_EQ(o.status, 2) << cmd << o.output;
+    EXPECT_NE(o.output.find("--out: '" + d + "' holds '" + d + "/records.jsonl', which is not a regular file"),
+              std::string::npos)
+        << cmd << o.output;
+  }
+}
+
 // Overlapping shards' outputs (1/2 and 1/3 share runs) were read whole by compare: the shared
 // runs counted twice, so Hmeans moved and stddevs shrank. They are kept once, as merge does.
 TEST(CliShard, CompareAndPlotCountARunHeldTwiceOnce) {
@@ -1225,6 +1300,25 @@ TEST(CliShard, RecordsWhoseNamesOrPointHaveTheWrongShapeAreRefused) {
       EXPECT_EQ(o.status, 2) << cmd << o.output;
       EXPECT_NE(o.output.find(c.message), std::string::npos) << cmd << o.output;
     }
+}
+
+// A hand-made record nested 200,000 deep was parsed, then overflowed the stack where it was
+// written out again: merge (its resolved scenario) and compare (its point) ended in SIGSEGV.
+TEST(CliShard, ARecordNestedDeeperThanAnySweepWritesIsRefused) {
+  const std::string f = write_temp("deep.yaml", kSweep), a = fresh_dir("deep-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  std::string rec((std::istreambuf_iterator<char>(in)), {});
+  const auto at = rec.find("\"point\":{");
+  ASSERT_NE(at, std::string::npos) << rec;
+  rec.insert(at + 9, "\"deep\":" + std::string(200000, '[') + std::string(200000, ']') + ",");
+  const std::string path = write_temp("deep-records.jsonl", rec);
+  for (const std::string& cmd : {"compare " + path, "merge " + path + " --out " + fresh_dir("deep-m")}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output.substr(0, 300);
+    EXPECT_NE(o.output.find(path + ":1:1: not a sweep record: nested deeper than 100 levels"), std::string::npos)
+        << cmd << "\n" << o.output.substr(0, 300);
+  }
 }
 
 // A copied or edited records file whose complete last record lacks its newline: the resume
@@ -1376,6 +1470,28 @@ TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
   EXPECT_NE(o.output.find("tasks_total: 1000000000 is not a task count of a sweep (an integer from 0 to 100000)"),
             std::string::npos)
       << o.output;
+}
+
+// A task lies inside its sweep: a hand-edited task_index of 100 (of 12) made merge report
+// every task missing beside the records it wrote (exit 4), and a tasks_total of 0 hid them all
+// (exit 0).
+TEST(CliShard, MergeRefusesATaskIndexNotBelowItsTaskCount) {
+  const std::string f = write_temp("ti.yaml", kSweep), a = fresh_dir("ti-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  std::ifstream in(a + "/records.jsonl");
+  const std::string rec((std::istreambuf_iterator<char>(in)), {});
+  for (const auto& [field, value, message] :
+       {std::array<std::string, 3>{"task_index", "100", "task_index: 100 is not below the record's tasks_total (12)"},
+        std::array<std::string, 3>{"tasks_total", "0", "task_index: 0 is not below the record's tasks_total (0)"}}) {
+    std::string edited = rec;
+    const auto at = edited.find("\"" + field + "\":");
+    ASSERT_NE(at, std::string::npos) << edited;
+    edited.replace(at, edited.find_first_of(",}", at) - at, "\"" + field + "\":" + value);
+    const std::string path = write_temp("ti-records.jsonl", edited);
+    const Outcome o = run("merge " + path + " --out " + fresh_dir("ti-m"));
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find(path + ": " + message), std::string::npos) << o.output;
+  }
 }
 
 TEST(CliShard, MergeReportsMissingDuplicateAndForeignRecords) {

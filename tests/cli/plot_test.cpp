@@ -112,6 +112,18 @@ TEST(CliPlot, ControlCharactersInLabelsAndTitlesAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(fig));
 }
 
+// A --title of bytes that are not UTF-8 passed the control-character check, and gnuplot wrote
+// it into an SVG that no XML parser reads (exit 0). Refused before gnuplot runs.
+TEST(CliPlot, ATitleThatIsNotUtf8IsRefused) {
+  const std::string fig = (scratch() / "utf8.svg").string();
+  const Outcome o =
+      run("plot " + sweep_dir() + " --x vms.web.count --y vm.web.throughput --out " + fig + " --title \"$(printf 'a\\377b')\"");
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("--title: is not UTF-8 text; a title is one printable line"), std::string::npos) << o.output;
+  EXPECT_FALSE(std::filesystem::exists(fig));
+  EXPECT_EQ(run("plot " + sweep_dir() + " --x vms.web.count --y vm.web.throughput --out " + fig + " --title 'caf\xc3\xa9'").status, 0);
+}
+
 // --title '' was read as no title given: the figure got the default title, exit 0, as
 // --json '' once wrote nothing. Refused as plot's other empty options are.
 TEST(CliPlot, AnEmptyTitleIsExitTwoNotTheDefault) {
