@@ -79,10 +79,10 @@
 // each only within wakeup_gran (in the leftmost's units) of the leftmost. Choosing the current
 // entity again does not restart its slice (the CONFIG_FAIR_GROUP_SCHED path of 5.x skips
 // set_next_entity when prev == p, and for a group entity that stays current), except under core
-// scheduling, whose pick_next_task ends in set_next_task at every level (PickFilter::core). When nothing is runnable it chooses what newly-idle balancing
-// would pull. set_next() commits: it dequeues the chosen entity (it becomes cfs_rq->curr), clears
-// its buddy marks, moves a pulled or pushed entity between runqueues; put_prev() requeues the
-// previous one if still runnable.
+// scheduling, whose pick_next_task ends in set_next_task at every level (PickFilter::core).
+// When nothing is runnable it chooses what newly-idle balancing would pull. set_next() commits:
+// it dequeues the chosen entity (it becomes cfs_rq->curr), clears its buddy marks, moves a pulled
+// or pushed entity between runqueues; put_prev() requeues the previous one if still runnable.
 //
 // Yield. sched_yield (yield(v, kIdle)): if the runqueue has another entity, mark the yielder as
 // skip buddy and reschedule (yield_task_fair); no vruntime is charged. Directed yield (KVM's
