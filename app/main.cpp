@@ -549,7 +549,7 @@ int run_command_line(int argc, char** argv) {
         return app::ConfigError("<command line>", 0, 0, "--window", "'" + trace_window + "' " + why);
       };
       if (!from || !to)
-        throw bad_window("is not FROM..TO of two durations such as 0s..200ms (each with a unit, a whole number of nanoseconds below 2^63)");
+        throw bad_window("is not FROM..TO of two durations such as 0s..200ms (each with a unit, a whole number of nanoseconds, at most 9.2e18 ns)");
       if (*from < 0) throw bad_window("starts before the run (FROM is negative)");
       if (*to <= *from) throw bad_window("is empty: TO must come after FROM");
       if (*from >= spec.duration)  // an empty trace, exit 0, was all it gave

@@ -119,6 +119,9 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     const nlohmann::json& r = out.back();
     if (!r.at("repetition").is_number_unsigned())
       throw ConfigError(path, lineno, 1, "repetition", r.at("repetition").dump() + " is not a repetition number");
+    // The seed tells two runs under one name apart (check_same_run); "x" there was taken.
+    if (r.contains("seed") && !r.at("seed").is_number_unsigned())
+      throw ConfigError(path, lineno, 1, "seed", r.at("seed").dump() + " is not a seed (a whole number, 0 or more)");
     if (!r.contains("metrics") || !r.at("metrics").is_object())
       throw ConfigError(path, lineno, 1, "metrics", "a sweep record has an object of metrics");
     // Bounded, as reproduction files bound published values: 1e308 printed as 309 digits, its

@@ -1240,7 +1240,7 @@ TEST(CliShard, TwoDifferentRunsUnderOneKeyAreRefused) {
 }
 
 // A hand-edited metric "12" or null ended compare with a JSON type error (exit 1, no file or
-// line); a repetition of -1 was taken.
+// line); a repetition of -1 and a seed of "x" were taken.
 TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
   const std::string f = write_temp("nm.yaml", kSweep), a = fresh_dir("nm-a");
   ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
@@ -1263,6 +1263,9 @@ TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
   const Outcome rep = run("compare " + edit("\"repetition\":", "\"repetition\":-1"));
   EXPECT_EQ(rep.status, 2) << rep.output;
   EXPECT_NE(rep.output.find("repetition: -1 is not a repetition number"), std::string::npos) << rep.output;
+  const Outcome seed = run("compare " + edit("\"seed\":", "\"seed\":\"x\""));
+  EXPECT_EQ(seed.status, 2) << seed.output;
+  EXPECT_NE(seed.output.find("nm-records.jsonl:1:1: seed: \"x\" is not a seed"), std::string::npos) << seed.output;
   // A key given twice: the parser kept the last value, silently.
   const Outcome twice = run("compare " + edit("\"repetition\":", "\"repetition\":0,\"repetition\":5"));
   EXPECT_EQ(twice.status, 2) << twice.output;
