@@ -744,6 +744,17 @@ namespace {
 
 const std::string kSweep = small_sweep("sw", 2);
 
+// The text of one record of kSweep, written by a real sweep into a fresh directory named after
+// `tag`: what the tests of hand-edited records start from ("" with a failure if the sweep fails).
+std::string one_record(const std::string& tag) {
+  const std::string f = write_temp(tag + ".yaml", kSweep), a = fresh_dir(tag + "-a");
+  const Outcome o = run("sweep " + f + " --out " + a + " --max-records 1");
+  EXPECT_EQ(o.status, 0) << o.output;
+  if (o.status != 0) return {};
+  std::ifstream in(a + "/records.jsonl");
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 }  // namespace
 
 TEST(CliSweep, RecordsAreIdenticalForOneAndTwoJobs) {
@@ -1242,10 +1253,8 @@ TEST(CliShard, TwoDifferentRunsUnderOneKeyAreRefused) {
 // A hand-edited metric "12" or null ended compare with a JSON type error (exit 1, no file or
 // line); a repetition of -1 and a seed of "x" were taken.
 TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
-  const std::string f = write_temp("nm.yaml", kSweep), a = fresh_dir("nm-a");
-  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
-  std::ifstream in(a + "/records.jsonl");
-  const std::string rec((std::istreambuf_iterator<char>(in)), {});
+  const std::string rec = one_record("nm");
+  ASSERT_FALSE(rec.empty());
   const auto edit = [&](const std::string& from, const std::string& to) {
     std::string r = rec;
     const auto at = r.find(from);
@@ -1308,10 +1317,8 @@ TEST(CliShard, RecordsWhoseNamesOrPointHaveTheWrongShapeAreRefused) {
 // A hand-made record nested 200,000 deep was parsed, then overflowed the stack where it was
 // written out again: merge (its resolved scenario) and compare (its point) ended in SIGSEGV.
 TEST(CliShard, ARecordNestedDeeperThanAnySweepWritesIsRefused) {
-  const std::string f = write_temp("deep.yaml", kSweep), a = fresh_dir("deep-a");
-  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
-  std::ifstream in(a + "/records.jsonl");
-  std::string rec((std::istreambuf_iterator<char>(in)), {});
+  std::string rec = one_record("deep");
+  ASSERT_FALSE(rec.empty());
   const auto at = rec.find("\"point\":{");
   ASSERT_NE(at, std::string::npos) << rec;
   rec.insert(at + 9, "\"deep\":" + std::string(200000, '[') + std::string(200000, ']') + ",");
@@ -1460,10 +1467,8 @@ TEST(CliShard, OutputsWhosePointsNameDifferentSweptFieldsAreRefused) {
 // merge sized its list of missing tasks from a record's tasks_total: 10^9 in a hand-edited file
 // allocated gigabytes and ended in std::bad_alloc (exit 1).
 TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
-  const std::string f = write_temp("tt.yaml", kSweep), a = fresh_dir("tt-a");
-  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
-  std::ifstream in(a + "/records.jsonl");
-  std::string rec((std::istreambuf_iterator<char>(in)), {});
+  std::string rec = one_record("tt");
+  ASSERT_FALSE(rec.empty());
   const auto at = rec.find("\"tasks_total\":");
   ASSERT_NE(at, std::string::npos) << rec;
   rec.replace(at, rec.find_first_of(",}", at) - at, "\"tasks_total\":1000000000");
@@ -1479,10 +1484,8 @@ TEST(CliShard, MergeRefusesATaskCountNoSweepHas) {
 // every task missing beside the records it wrote (exit 4), and a tasks_total of 0 hid them all
 // (exit 0).
 TEST(CliShard, MergeRefusesATaskIndexNotBelowItsTaskCount) {
-  const std::string f = write_temp("ti.yaml", kSweep), a = fresh_dir("ti-a");
-  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
-  std::ifstream in(a + "/records.jsonl");
-  const std::string rec((std::istreambuf_iterator<char>(in)), {});
+  const std::string rec = one_record("ti");
+  ASSERT_FALSE(rec.empty());
   for (const auto& [field, value, message] :
        {std::array<std::string, 3>{"task_index", "100", "task_index: 100 is not below the record's tasks_total (12)"},
         std::array<std::string, 3>{"tasks_total", "0", "task_index: 0 is not below the record's tasks_total (0)"}}) {
