@@ -72,7 +72,11 @@ bool UnitView::add_domain(const Domain& d, const std::vector<Vcpu>& vcpus, std::
       soft &= v.soft;
     }
     if (e.hard.empty()) return false;
-    e.soft = (soft & e.hard).any() ? soft & e.hard : e.hard;
+    // The soft mask stays as given, as Xen's sched_set_affinity() stores it: one that misses the
+    // hard mask is not effective (has_soft_affinity()), and tickle_score() and runq_tickle()'s
+    // "in new's soft affinity, just take it" test it raw, so no pCPU of the unit's is in it.
+    // (An empty one, which the loader refuses, takes the hard mask, as a vCPU's does.)
+    e.soft = soft.any() ? soft : e.hard;
     view.vcpus.push_back(u.id);
     units_.push_back(std::move(u));
     entities_.push_back(e);

@@ -188,6 +188,27 @@ TEST(SchedUnit, TheUnitIsWhatCredit2Sees) {
   for (VcpuId v : b.vcpus) EXPECT_NEAR(static_cast<double>(host.vcpu_stats(v).running) / T, 1.0 / 3, 0.02);
 }
 
+// Xen keeps a unit's soft affinity as the toolstack gave it (sched_set_affinity). When it misses
+// the hard affinity it is not effective (has_soft_affinity()), and runq_tickle()'s "in new's soft
+// affinity, just take it" and tickle_score()'s bonus, which test the raw mask, find no pCPU of the
+// unit's in it. The unit's mask stays outside its hard one, as a vCPU's does at sched-gran=cpu
+// (until 2026-12-03 it became the hard mask, so every pCPU of the unit counted as soft).
+TEST(SchedUnit, ASoftAffinityThatMissesTheHardOneStaysOutsideIt) {
+  TestHost h(test::two_cores_ht(), units(), 1, "credit2");
+  hv::DomainSpec d = test::vm("a", 2, test::cpus({0, 2}));  // core 0
+  d.soft.assign(2, test::cpus({1, 3}));                      // core 1
+  auto a = h.add_fake(d);
+  h.start();
+  const hv::Vcpu& u = h.host().units()->vcpu(0);
+  EXPECT_TRUE(u.hard.test(0));
+  EXPECT_TRUE(u.soft.test(1)) << "the given soft mask, at the master thread";
+  EXPECT_FALSE(u.soft.intersects(u.hard));
+  for (VcpuId v : a.vcpus) {
+    EXPECT_FALSE(h.host().vcpu(v).soft.test(0));
+    EXPECT_FALSE(h.host().vcpu(v).soft.test(2));
+  }
+}
+
 // Every core decision is a rendezvous in which the unit's running vCPUs make no progress. A hog
 // shares its unit with a vCPU that wakes every millisecond, works 100 us and blocks (each block
 // reschedules the core). The hog's work lost to a 20 us rendezvous is 20 us per decision.
