@@ -738,6 +738,27 @@ TEST(Cli, OutputThroughASymlinkOrWithALongNameIsWritten) {
   EXPECT_TRUE(fs::is_symlink(loop));
 }
 
+// A name past NAME_MAX cannot be created, but its temporary file (shortened to fit) could, so the
+// check passed it: --json ran every repetition and then failed ("cannot write file: Success",
+// naming no option), and plot's gnuplot failed after drawing (exit 1). Refused before any work.
+TEST(Cli, AnOutputNameLongerThanNameMaxIsRefusedBeforeAnyRun) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("out-too-long");
+  fs::create_directories(dir);
+  const std::string name = (dir / (std::string(251, 'x') + ".json")).string();  // 256 bytes
+  const std::string f = write_temp("out-too-long.yaml", kGood);
+  for (const std::string option : {"--json", "--csv"}) {
+    const Outcome o = run("run " + f + " " + option + " " + name);
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find(option + ": '" + name + "' cannot be written: its name is 256 bytes long"), std::string::npos)
+        << o.output;
+  }
+  const Outcome t = run("trace " + f + " --window 0ms..1ms --out " + name);
+  EXPECT_EQ(t.status, 2) << t.output;
+  EXPECT_NE(t.output.find("--out: '" + name + "' cannot be written"), std::string::npos) << t.output;
+  EXPECT_TRUE(fs::is_empty(dir));  // no temporary file left either
+}
+
 // ---- sweep, compare, reproduce -------------------------------------------------------------
 
 namespace {
