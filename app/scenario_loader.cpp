@@ -67,12 +67,9 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
       // 1.0000000000000002 as 1, "out of range [0, 1]".
       std::ostringstream os;
       const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
-      const auto text = [&](double b) {
-        std::ostringstream t;
-        if (dur) t << duration_text(b);
-        else t << b;
-        return t.str();
-      };
+      // Bounds too, in the shortest form that reads back: ostream's six digits printed
+      // chunk_pages' 1048576 as 1.04858e+06, so 1048580 was "out of range [2, 1.04858e+06]".
+      const auto text = [&](double b) { return dur ? duration_text(b) : value_label(nlohmann::json(b)); };
       os << v.node().Scalar() << " is out of range";
       if (p.least_nonzero > 0) os << ": 0 (off) or [" << text(p.least_nonzero) << ", " << text(p.hi) << "]";
       else os << " [" << text(p.lo) << ", " << text(p.hi) << "]";

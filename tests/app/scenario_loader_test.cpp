@@ -723,6 +723,17 @@ TEST(ScenarioLoader, OutOfRangeValuesAreReportedAsWritten) {
             "t.yaml:3:74: vms[0].workload.mem_intensity: 1.0000000000000002 is out of range [0, 1]");
 }
 
+// The bounds printed with six digits: chunk_pages' 1048576 read 1.04858e+06, so 1048580 was
+// "out of range [2, 1.04858e+06]", a range that seemed to hold it.
+TEST(ScenarioLoader, OutOfRangeBoundsArePrintedExactly) {
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: ebizzy, kernel: arena-trim, "
+                           "chunk_pages: 1048580}}\n"),
+            "t.yaml:3:83: vms[0].workload.chunk_pages: 1048580 is out of range [2, 1048576]");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-memory, "
+                           "block_size: 1073741825}}\n"),
+            "t.yaml:3:71: vms[0].workload.block_size: 1073741825 is out of range [1024, 1073741824]");
+}
+
 TEST(ScenarioLoader, SizesBeyondEightExbibytesAndEmptyNamesAreErrors) {
   EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, memory: {size: 1e30GiB}, workload: {kind: sysbench-cpu}}\n"),
             "t.yaml:3:40: vms[0].memory.size: expected a whole number of bytes such as 512MiB or 1GiB (below 8 EiB), got '1e30GiB'");
