@@ -145,6 +145,10 @@ void ensure_records_dir(const std::string& dir, const std::string& option) {
   const fs::path records = fs::path(dir) / "records.jsonl";
   std::error_code ec;
   const fs::file_status st = fs::status(records, ec);
+  // A loop of symbolic links there ended the command in an uncaught filesystem error (exit 1).
+  if (ec.value() == ELOOP)
+    throw ConfigError("<command line>", 0, 0, option,
+                      "'" + dir + "' holds '" + records.string() + "', which is a loop of symbolic links");
   if (!ec && fs::exists(st) && !fs::is_regular_file(st))
     throw ConfigError("<command line>", 0, 0, option,
                       "'" + dir + "' holds '" + records.string() +

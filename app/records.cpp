@@ -2,6 +2,7 @@
 #include "app/records.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -185,7 +186,16 @@ void OneSweep::check(const nlohmann::json& r, const std::string& path) {
 }
 
 std::string records_file_of(const std::string& d) {
-  return std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+  // A loop of symbolic links, given or as DIR/records.jsonl, made every later std::filesystem
+  // query of it throw: compare, plot, merge and reproduce --from ended in "filesystem error:
+  // status: Too many levels of symbolic links" (exit 1).
+  std::error_code ec;
+  const bool dir = std::filesystem::is_directory(d, ec);
+  if (ec.value() == ELOOP) throw ConfigError(d, 0, 0, "", "is a loop of symbolic links");
+  const std::string path = dir ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+  (void)std::filesystem::status(path, ec);
+  if (ec.value() == ELOOP) throw ConfigError(path, 0, 0, "", "is a loop of symbolic links");
+  return path;
 }
 
 namespace {

@@ -1228,6 +1228,31 @@ TEST(CliShard, AnOutDirWhoseRecordsFileIsAFifoIsRefusedWithTheOption) {
   }
 }
 
+// A loop of symbolic links as a records input, as DIR/records.jsonl of an input or of an --out
+// directory, or as a reproduction's NAME made std::filesystem throw: compare, plot, merge,
+// reproduce and sweep ended in "filesystem error: ... Too many levels of symbolic links" (exit 1).
+TEST(CliShard, ALoopOfSymbolicLinksAsRecordsIsRefusedNamingIt) {
+  const std::string f = write_temp("loop.yaml", kSweep), a = fresh_dir("loop-a"), d = fresh_dir("loop-dir"),
+                    loop = fresh_dir("loop-self");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  ASSERT_EQ(shell("ln -s " + loop + " " + loop + " && mkdir -p " + d + " && ln -s records.jsonl " + d + "/records.jsonl").status,
+            0);
+  const std::string in_dir = d + "/records.jsonl";
+  for (const auto& [cmd, named] : std::vector<std::pair<std::string, std::string>>{
+           {"compare " + loop, loop + ": is a loop of symbolic links"},
+           {"compare " + a + " " + d, in_dir + ": is a loop of symbolic links"},
+           {"plot " + loop + " --x x --y y", loop + ": is a loop of symbolic links"},
+           {"merge " + d + " --out " + fresh_dir("loop-m"), in_dir + ": is a loop of symbolic links"},
+           {"reproduce smt-corun-sysbench --from " + d, in_dir + ": is a loop of symbolic links"},
+           {"reproduce " + loop, "NAME: '" + loop + "' is a loop of symbolic links"},
+           {"merge " + a + " --out " + d, "--out: '" + d + "' holds '" + in_dir + "', which is a loop of symbolic links"},
+           {"sweep " + f + " --out " + d, "--out: '" + d + "' holds '" + in_dir + "', which is a loop of symbolic links"}}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << ": " << o.output;
+    EXPECT_NE(o.output.find(named), std::string::npos) << cmd << ": " << o.output;
+  }
+}
+
 // Overlapping shards' outputs (1/2 and 1/3 share runs) were read whole by compare: the shared
 // runs counted twice, so Hmeans moved and stddevs shrank. They are kept once, as merge does.
 TEST(CliShard, CompareAndPlotCountARunHeldTwiceOnce) {
