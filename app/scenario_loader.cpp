@@ -693,8 +693,12 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   ScenarioSpec s;
   s.file = root.file();
   s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());
+  // Without `name:` the name is the file's: one named " .yaml" was refused as "missing required
+  // key 'name'", a key the README calls optional.
   if (s.name.find_first_not_of(" \t") == std::string::npos)
-    root.at("name").fail("a scenario's name is not blank (it names the records and reports)");
+    (root.has("name") ? root.at("name") : root)
+        .fail(std::string("a scenario's name is not blank (it names the records and reports)") +
+              (root.has("name") ? "" : "; without name: it is the file's name, here blank: give name:"));
   if (has_control_character(s.name))
     (root.has("name") ? root.at("name") : root)
         .fail("a scenario's name holds no control character (a newline or tab breaks the tables it heads)");
