@@ -1228,6 +1228,24 @@ TEST(CliShard, AnOutDirWhoseRecordsFileIsAFifoIsRefusedWithTheOption) {
   }
 }
 
+// A records file that cannot grow (a full disk; here a file-size limit, whose SIGXFSZ the shell
+// ignores so that the write fails with EFBIG): the sweep went on, said "12 records written" and
+// exited 0 over a file cut inside a record. It stops with the file named, keeping what it wrote.
+TEST(CliSweep, AFailedRecordWriteStopsTheSweep) {
+  const std::string f = write_temp("full.yaml", kSweep), d = fresh_dir("full");
+  const Outcome o = shell("trap '' XFSZ; ulimit -f 4; timeout 120 " + binary() + " sweep " + f + " --out " + d + " --jobs 2");
+  EXPECT_EQ(o.status, 1) << o.output;
+  EXPECT_NE(o.output.find(d + "/records.jsonl: writing a record failed: File too large"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("records written"), std::string::npos) << o.output;
+  const std::size_t kept = count_lines(d + "/records.jsonl");
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, 12u);
+  // Without the limit the same command resumes and finishes the sweep.
+  const Outcome resumed = run("sweep " + f + " --out " + d);
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(count_lines(d + "/records.jsonl"), 12u);
+}
+
 // A loop of symbolic links as a records input, as DIR/records.jsonl of an input or of an --out
 // directory, or as a reproduction's NAME made std::filesystem throw: compare, plot, merge,
 // reproduce and sweep ended in "filesystem error: ... Too many levels of symbolic links" (exit 1).
