@@ -163,13 +163,21 @@ void write_atomically(const std::string& path, const std::string& text) {
     return;
   }
   const fs::path file = written_file(path), tmp = temp_beside(file);
+  std::error_code ec;
   {
     std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw ConfigError(path, 0, 0, "", "cannot write file");
+    if (!f) throw ConfigError(path, 0, 0, "", std::string("cannot write file: ") + std::strerror(errno));
+    errno = 0;
     f << text;
-    if (!f.flush()) throw ConfigError(path, 0, 0, "", "cannot write file");
+    if (!f.flush()) {
+      // A full disk left the half-written temporary file beside the result, which is promised
+      // not to survive a failure.
+      const std::string why = errno ? std::string(": ") + std::strerror(errno) : "";
+      f.close();
+      fs::remove(tmp, ec);
+      throw ConfigError(path, 0, 0, "", "cannot write file" + why);
+    }
   }
-  std::error_code ec;
   fs::rename(tmp, file, ec);
   if (ec) {
     fs::remove(tmp, ec);

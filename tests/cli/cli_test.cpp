@@ -738,6 +738,21 @@ TEST(Cli, OutputThroughASymlinkOrWithALongNameIsWritten) {
   EXPECT_TRUE(fs::is_symlink(loop));
 }
 
+// A result file that cannot be written whole (a full disk; here a file-size limit, SIGXFSZ
+// ignored) is refused naming it and why, and its temporary file does not survive: NAME.tmp was
+// left beside it, half written.
+TEST(Cli, AFailedResultWriteLeavesNoTemporaryFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("out-full");
+  fs::create_directories(dir);
+  const std::string js = (dir / "r.json").string();
+  const Outcome o = shell("trap '' XFSZ; ulimit -f 1; timeout 120 " + binary() + " run " +
+                          write_temp("out-full.yaml", kGood) + " --json " + js);
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find(js + ": cannot write file: File too large"), std::string::npos) << o.output;
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
 // A name past NAME_MAX cannot be created, but its temporary file (shortened to fit) could, so the
 // check passed it: --json ran every repetition and then failed ("cannot write file: Success",
 // naming no option), and plot's gnuplot failed after drawing (exit 1). Refused before any work.
