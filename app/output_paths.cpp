@@ -185,4 +185,9 @@ void write_atomically(const std::string& path, const std::string& text) {
   }
 }
 
+AtomicTarget atomic_target(const std::string& path) {
+  const fs::path file = written_file(path);
+  return {temp_beside(file).string(), file.string()};
+}
+
 }  // namespace vcpusim::app
