@@ -423,12 +423,14 @@ int run_command_line(int argc, char** argv) {
       return 0;
     }
     if (*plot) {
+      // The inputs first: records_file_of refuses a loop of symbolic links, on which is_directory
+      // below threw (exit 1).
+      std::vector<app::PathArg> inputs;
+      for (const auto& d : plot_dirs) inputs.push_back({app::records_file_of(d), "the records it reads"});
       if (po.out.empty())
         po.out = ((std::filesystem::is_directory(plot_dirs.front()) ? std::filesystem::path(plot_dirs.front())
                                                                     : std::filesystem::path(plot_dirs.front()).parent_path()) /
                   "plot.png").string();
-      std::vector<app::PathArg> inputs;
-      for (const auto& d : plot_dirs) inputs.push_back({app::records_file_of(d), "the records it reads"});
       app::check_outputs_are_distinct(inputs, {{po.out, "--out"}});
       app::check_figure_path(po.out, "--out");
       app::plot_records(app::read_sweep_outputs(plot_dirs, "plot"), po);

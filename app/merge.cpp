@@ -30,7 +30,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
       std::none_of(inputs.begin(), inputs.end(), [&](const std::string& in) { return same_file(records_file_of(in), out_records); }))
     all_inputs.push_back(out_records);
   for (const std::string& in : all_inputs) {
-    const std::string path = std::filesystem::is_directory(in) ? (std::filesystem::path(in) / "records.jsonl").string() : in;
+    const std::string path = records_file_of(in);
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
     for (auto& r : read_records(path)) {
       one.check(r, path);

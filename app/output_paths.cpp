@@ -18,6 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The longest name of one directory entry (NAME_MAX, 255 bytes on Linux).
+constexpr std::size_t kNameMax = 255;
+
 /// The file `path` writes to: itself, or the file its chain of symbolic links ends at, so that
 /// `--json link` updates the linked file (as a shell's `>` does) instead of replacing the link
 /// with a file. A dangling link's target is created. At most 40 links (Linux's MAXSYMLINKS);
@@ -37,7 +40,6 @@ fs::path written_file(const std::string& path) {
 /// suffix within NAME_MAX (255 bytes on Linux), its first 200 bytes, a hash of the whole name and
 /// .tmp, so that a name the system accepts can always be written.
 fs::path temp_beside(const fs::path& file) {
-  constexpr std::size_t kNameMax = 255;
   const std::string name = file.filename().string();
   if (name.size() + 4 <= kNameMax) return fs::path(file.string() + ".tmp");
   char hash[17];
@@ -112,7 +114,14 @@ void check_output_file(const std::string& path, const std::string& option) {
   // What write_atomically will do first: create its temporary file beside the written file. Root
   // passes every permission test, and /proc refuses new files anyway, so trying is the only
   // faithful check.
-  const fs::path tmp = temp_beside(written_file(path));
+  // The temporary file's name is shortened to fit, so creating it proves nothing about a name
+  // past NAME_MAX: --json with a 256-byte name ran every repetition and then failed the rename
+  // ("cannot write file: Success", no option named), and plot's gnuplot failed (exit 1).
+  const fs::path file = written_file(path);
+  if (file.filename().string().size() > kNameMax)
+    fail("cannot be written: its name is " + std::to_string(file.filename().string().size()) +
+         " bytes long, more than a file name may have (" + std::to_string(kNameMax) + ", NAME_MAX)");
+  const fs::path tmp = temp_beside(file);
   const bool had_tmp = fs::exists(tmp, ec);
   std::ofstream f(tmp, std::ios::app);
   if (!f) fail(std::string("cannot be written: ") + std::strerror(errno));
@@ -136,6 +145,10 @@ void ensure_records_dir(const std::string& dir, const std::string& option) {
   const fs::path records = fs::path(dir) / "records.jsonl";
   std::error_code ec;
   const fs::file_status st = fs::status(records, ec);
+  // A loop of symbolic links there ended the command in an uncaught filesystem error (exit 1).
+  if (ec.value() == ELOOP)
+    throw ConfigError("<command line>", 0, 0, option,
+                      "'" + dir + "' holds '" + records.string() + "', which is a loop of symbolic links");
   if (!ec && fs::exists(st) && !fs::is_regular_file(st))
     throw ConfigError("<command line>", 0, 0, option,
                       "'" + dir + "' holds '" + records.string() +
@@ -150,18 +163,31 @@ void write_atomically(const std::string& path, const std::string& text) {
     return;
   }
   const fs::path file = written_file(path), tmp = temp_beside(file);
+  std::error_code ec;
   {
     std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw ConfigError(path, 0, 0, "", "cannot write file");
+    if (!f) throw ConfigError(path, 0, 0, "", std::string("cannot write file: ") + std::strerror(errno));
+    errno = 0;
     f << text;
-    if (!f.flush()) throw ConfigError(path, 0, 0, "", "cannot write file");
+    if (!f.flush()) {
+      // A full disk left the half-written temporary file beside the result, which is promised
+      // not to survive a failure.
+      const std::string why = errno ? std::string(": ") + std::strerror(errno) : "";
+      f.close();
+      fs::remove(tmp, ec);
+      throw ConfigError(path, 0, 0, "", "cannot write file" + why);
+    }
   }
-  std::error_code ec;
   fs::rename(tmp, file, ec);
   if (ec) {
     fs::remove(tmp, ec);
     throw ConfigError(path, 0, 0, "", "cannot write file: " + ec.message());
   }
+}
+
+AtomicTarget atomic_target(const std::string& path) {
+  const fs::path file = written_file(path);
+  return {temp_beside(file).string(), file.string()};
 }
 
 }  // namespace vcpusim::app

@@ -50,5 +50,12 @@ void ensure_records_dir(const std::string& dir, const std::string& option);
 /// symbolic link stays a link: the file it points at is the one replaced.
 /// A failed write to stdout (a full disk) is a std::runtime_error, "writing standard output failed".
 void write_atomically(const std::string& path, const std::string& text);
+/// How write_atomically writes `path`, for a writer it cannot drive itself (gnuplot draws into a
+/// file it names): the temporary file to write, and the file to rename it over (the end of
+/// path's chain of symbolic links, so that a link stays a link).
+struct AtomicTarget {
+  std::string temp, file;
+};
+AtomicTarget atomic_target(const std::string& path);
 
 }  // namespace vcpusim::app

@@ -268,13 +268,23 @@ std::string reproduction_plot_script(const Reproduction& r, const ReproductionRe
   return s + "\n";
 }
 
-void run_gnuplot(const std::string& script, const std::string& out) {
+void run_gnuplot(const std::string& plot_script, const std::string& out) {
+  std::string script = plot_script;
   const auto parent = std::filesystem::path(out).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   std::string tmpl = (std::filesystem::temp_directory_path() / "vcpusim-plot-XXXXXX.gp").string();
   const int fd = ::mkstemps(tmpl.data(), 3);
   if (fd < 0) throw std::runtime_error("cannot create a temporary file for gnuplot in " + std::filesystem::temp_directory_path().string());
   ::close(fd);
+  // gnuplot draws into the temporary file write_atomically would use, renamed over the figure's
+  // file once drawn, as every result is written: it drew into the figure itself, removed first,
+  // so a failed or interrupted plot lost the previous figure (a full disk left an empty one), and
+  // a symbolic link given as --out was replaced by a file.
+  const AtomicTarget target = atomic_target(out);
+  const std::string set_output = "set output " + quote(out) + "\n";
+  const auto at = script.find(set_output);
+  if (at == std::string::npos) throw std::logic_error("plot script without its output line");
+  script.replace(at, set_output.size(), "set output " + quote(target.temp) + "\n");
   {
     std::ofstream f(tmpl, std::ios::trunc);
     f << script;
@@ -283,7 +293,6 @@ void run_gnuplot(const std::string& script, const std::string& out) {
   const char* env = std::getenv("VCPUSIM_GNUPLOT");
   const std::string program = env && *env ? env : "gnuplot";
   std::error_code ec;
-  std::filesystem::remove(out, ec);
   const std::string cmd = program + " '" + tmpl + "' 2>&1";
   std::string output;
   int status = -1;
@@ -293,15 +302,23 @@ void run_gnuplot(const std::string& script, const std::string& out) {
     status = ::pclose(p);
   }
   const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code != 0) std::filesystem::remove(target.temp, ec);
   if (code == 127)
     throw std::runtime_error("cannot run '" + program + "': gnuplot is not installed (Debian: apt-get install gnuplot-nox; "
                              "scripts/setup.sh installs it) or not on PATH");
-  if (code != 0) std::filesystem::remove(out, ec);
   if (code != 0) throw std::runtime_error("gnuplot failed (script kept: " + tmpl + "):\n" + output);
   std::filesystem::remove(tmpl, ec);
   if (!output.empty()) std::cerr << "gnuplot: " << output;
-  if (!std::filesystem::exists(out) || std::filesystem::file_size(out) == 0)
+  if (!std::filesystem::exists(target.temp, ec) || std::filesystem::file_size(target.temp, ec) == 0) {
+    std::filesystem::remove(target.temp, ec);
     throw std::runtime_error("gnuplot wrote nothing to " + out);
+  }
+  std::filesystem::rename(target.temp, target.file, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(target.temp, ec);
+    throw std::runtime_error("cannot write " + out + ": " + why);
+  }
 }
 
 void plot_records(const std::vector<nlohmann::json>& records, const PlotOptions& o) {

@@ -41,8 +41,9 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
 std::string reproduction_plot_script(const Reproduction& r, const ReproductionResult& res, const std::string& out,
                                      const std::string& title);
 
-/// Runs gnuplot on `script`, which writes `out`. Throws std::runtime_error when gnuplot is
-/// missing, fails, or writes nothing.
+/// Runs gnuplot on `script`, which writes `out`: drawn into a temporary file beside it and renamed
+/// over it, as write_atomically writes results (a link stays a link; a failure keeps the previous
+/// figure). Throws std::runtime_error when gnuplot is missing, fails, or writes nothing.
 void run_gnuplot(const std::string& script, const std::string& out);
 
 /// sweep_plot_script + run_gnuplot.

@@ -2,7 +2,9 @@
 #include "app/records.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -185,7 +187,16 @@ void OneSweep::check(const nlohmann::json& r, const std::string& path) {
 }
 
 std::string records_file_of(const std::string& d) {
-  return std::filesystem::is_directory(d) ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+  // A loop of symbolic links, given or as DIR/records.jsonl, made every later std::filesystem
+  // query of it throw: compare, plot, merge and reproduce --from ended in "filesystem error:
+  // status: Too many levels of symbolic links" (exit 1).
+  std::error_code ec;
+  const bool dir = std::filesystem::is_directory(d, ec);
+  if (ec.value() == ELOOP) throw ConfigError(d, 0, 0, "", "is a loop of symbolic links");
+  const std::string path = dir ? (std::filesystem::path(d) / "records.jsonl").string() : d;
+  (void)std::filesystem::status(path, ec);
+  if (ec.value() == ELOOP) throw ConfigError(path, 0, 0, "", "is a loop of symbolic links");
+  return path;
 }
 
 namespace {
@@ -324,7 +335,7 @@ std::vector<const nlohmann::json*> canonical_order(const std::vector<nlohmann::j
   return out;
 }
 
-RecordWriter::RecordWriter(const std::string& path) {
+RecordWriter::RecordWriter(const std::string& path) : path_(path) {
   if (std::filesystem::exists(path)) {
     // A last line without its newline: a record torn by a killed run is cut, so that appends
     // start on a fresh line; a complete one (a file edited or copied without its final newline)
@@ -353,8 +364,14 @@ RecordWriter::RecordWriter(const std::string& path) {
 void RecordWriter::append(const nlohmann::json& record) {
   const std::string line = record.dump() + "\n";
   std::lock_guard<std::mutex> lock(mu_);
+  // A failed write (a full disk) left the stream failed and every later append a no-op: the sweep
+  // went on, said "160 records written" and exited 0 over a file cut inside its 13th record.
+  errno = 0;
   out_ << line;
   out_.flush();
+  if (!out_)
+    throw std::runtime_error(path_ + ": writing a record failed" + (errno ? std::string(": ") + std::strerror(errno) : "") +
+                             "; the records before it are kept, and the same command resumes");
 }
 
 }  // namespace vcpusim::app

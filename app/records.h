@@ -101,11 +101,14 @@ class RecordWriter {
  public:
   /// Opens (creating) `path`, first cutting a torn last line left by a killed run.
   explicit RecordWriter(const std::string& path);
+  /// Appends one line and flushes it; a std::runtime_error naming the file when that fails (a
+  /// full disk), so that the sweep stops instead of counting records it lost.
   void append(const nlohmann::json& record);
 
  private:
   std::mutex mu_;
   std::ofstream out_;
+  std::string path_;
 };
 
 }  // namespace vcpusim::app

@@ -2,6 +2,7 @@
 #include "app/reproduce.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -174,7 +175,11 @@ void check_metrics(const Reproduction& r, const YamlReader& root, const YamlRead
 Reproduction load_reproduction(const std::string& name_or_path, const std::vector<CommandLineSet>& overrides,
                                const std::vector<RowOverride>& row_overrides) {
   std::string path = name_or_path;
-  if (!std::filesystem::exists(path)) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  // A loop of symbolic links made the query throw (exit 1).
+  if (ec.value() == ELOOP) throw ConfigError("<command line>", 0, 0, "NAME", "'" + path + "' is a loop of symbolic links");
+  if (!exists) {
     path = find_config("reproduce/" + name_or_path + ".yaml");
     if (path.empty()) {
       std::string all;

@@ -67,12 +67,9 @@ sim::ParamValues read_params(const YamlReader& r, const std::vector<sim::ParamSp
       // 1.0000000000000002 as 1, "out of range [0, 1]".
       std::ostringstream os;
       const bool dur = p.kind == sim::ParamSpec::Kind::kDuration;
-      const auto text = [&](double b) {
-        std::ostringstream t;
-        if (dur) t << duration_text(b);
-        else t << b;
-        return t.str();
-      };
+      // Bounds too, in the shortest form that reads back: ostream's six digits printed
+      // chunk_pages' 1048576 as 1.04858e+06, so 1048580 was "out of range [2, 1.04858e+06]".
+      const auto text = [&](double b) { return dur ? duration_text(b) : value_label(nlohmann::json(b)); };
       os << v.node().Scalar() << " is out of range";
       if (p.least_nonzero > 0) os << ": 0 (off) or [" << text(p.least_nonzero) << ", " << text(p.hi) << "]";
       else os << " [" << text(p.lo) << ", " << text(p.hi) << "]";
@@ -696,8 +693,12 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   ScenarioSpec s;
   s.file = root.file();
   s.name = root.get_string("name", std::filesystem::path(root.file()).stem().string());
+  // Without `name:` the name is the file's: one named " .yaml" was refused as "missing required
+  // key 'name'", a key the README calls optional.
   if (s.name.find_first_not_of(" \t") == std::string::npos)
-    root.at("name").fail("a scenario's name is not blank (it names the records and reports)");
+    (root.has("name") ? root.at("name") : root)
+        .fail(std::string("a scenario's name is not blank (it names the records and reports)") +
+              (root.has("name") ? "" : "; without name: it is the file's name, here blank: give name:"));
   if (has_control_character(s.name))
     (root.has("name") ? root.at("name") : root)
         .fail("a scenario's name holds no control character (a newline or tab breaks the tables it heads)");

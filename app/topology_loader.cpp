@@ -139,7 +139,11 @@ topo::TopologySpec spec_from_map(const YamlReader& m, const std::string& default
           "node_bandwidth_mbps", "remote_bandwidth_ratio"});
   topo::TopologySpec s;
   s.name = m.get_string("name", default_name);
-  if (s.name.find_first_not_of(" \t") == std::string::npos) m.at("name").fail("a topology's name is not blank (reports print it)");
+  // Without `name:` the name is the file's (see the scenario's in scenario_loader.cpp).
+  if (s.name.find_first_not_of(" \t") == std::string::npos)
+    (m.has("name") ? m.at("name") : m)
+        .fail(std::string("a topology's name is not blank (reports print it)") +
+              (m.has("name") ? "" : "; without name: it is the file's name, here blank: give name:"));
   if (has_control_character(s.name))
     (m.has("name") ? m.at("name") : m).fail("a topology's name holds no control character (reports print it)");
   s.sockets = get_count(m, "sockets", kMaxCount);

@@ -2,6 +2,10 @@
 // Pins the scenario loader: defaults, affinity expressions, memory placement, per-instance
 // expansion, and that every error names the right line and field.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "guest/spinlock.h"
 
@@ -723,6 +727,17 @@ TEST(ScenarioLoader, OutOfRangeValuesAreReportedAsWritten) {
             "t.yaml:3:74: vms[0].workload.mem_intensity: 1.0000000000000002 is out of range [0, 1]");
 }
 
+// The bounds printed with six digits: chunk_pages' 1048576 read 1.04858e+06, so 1048580 was
+// "out of range [2, 1.04858e+06]", a range that seemed to hold it.
+TEST(ScenarioLoader, OutOfRangeBoundsArePrintedExactly) {
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: ebizzy, kernel: arena-trim, "
+                           "chunk_pages: 1048580}}\n"),
+            "t.yaml:3:83: vms[0].workload.chunk_pages: 1048580 is out of range [2, 1048576]");
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-memory, "
+                           "block_size: 1073741825}}\n"),
+            "t.yaml:3:71: vms[0].workload.block_size: 1073741825 is out of range [1024, 1073741824]");
+}
+
 TEST(ScenarioLoader, SizesBeyondEightExbibytesAndEmptyNamesAreErrors) {
   EXPECT_EQ(test::error_of("topology: one-core-ht\nvms:\n  - {name: a, vcpus: 1, memory: {size: 1e30GiB}, workload: {kind: sysbench-cpu}}\n"),
             "t.yaml:3:40: vms[0].memory.size: expected a whole number of bytes such as 512MiB or 1GiB (below 8 EiB), got '1e30GiB'");
@@ -756,6 +771,29 @@ TEST(ScenarioLoader, BlankNamesAreErrors) {
                            "vms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n")
                 .find("topology.name: a topology's name is not blank"),
             std::string::npos);
+}
+
+// Without name: a scenario or topology is named after its file; a file named " .yaml" was
+// refused as "missing required key 'name'", a key that is optional.
+TEST(ScenarioLoader, ABlankNameFromTheFilesNameSaysSo) {
+  const std::string blank_scenario = [&] {
+    try {
+      app::load_scenario(app::YamlReader::load_string(kOneVm, " .yaml"));
+    } catch (const app::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }();
+  EXPECT_EQ(blank_scenario, " .yaml:1:1: a scenario's name is not blank (it names the records and reports); without name: "
+                            "it is the file's name, here blank: give name:");
+  const auto dir = std::filesystem::temp_directory_path() / ("vcpusim_blank_topo_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string topo = (dir / " .yaml").string();
+  std::ofstream(topo) << "sockets: 1\ncores_per_socket: 1\nthreads_per_core: 2\nnodes: 1\n";
+  EXPECT_EQ(test::error_of("topology: '" + topo + "'\nvms:\n  - {name: a, vcpus: 1, workload: {kind: sysbench-cpu}}\n"),
+            topo + ":1:1: a topology's name is not blank (reports print it); without name: it is the file's name, here "
+                   "blank: give name:");
+  std::filesystem::remove_all(dir);
 }
 
 // An alias that contains itself sent the load-time walk into unbounded recursion (SIGSEGV), and

@@ -738,6 +738,53 @@ TEST(Cli, OutputThroughASymlinkOrWithALongNameIsWritten) {
   EXPECT_TRUE(fs::is_symlink(loop));
 }
 
+// A result file that cannot be written whole (a full disk; here a file-size limit, SIGXFSZ
+// ignored) is refused naming it and why, and its temporary file does not survive: NAME.tmp was
+// left beside it, half written.
+TEST(Cli, AFailedResultWriteLeavesNoTemporaryFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("out-full");
+  fs::create_directories(dir);
+  const std::string js = (dir / "r.json").string();
+  const Outcome o = shell("trap '' XFSZ; ulimit -f 1; timeout 120 " + binary() + " run " +
+                          write_temp("out-full.yaml", kGood) + " --json " + js);
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find(js + ": cannot write file: File too large"), std::string::npos) << o.output;
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+// Each --set copies the mappings on its path (copy-on-write), and copying a mapping looked each
+// of its keys up in the copy: 500 sets adding keys to one mapping took seconds and a gigabyte
+// (1000 ran out of memory after 43 s). Under a 512 MB limit they now end with the file's error.
+TEST(Cli, ManySetsIntoOneMappingStayCheap) {
+  std::string sets;
+  for (int i = 0; i < 500; ++i) sets += " --set host.smt_interference.k" + std::to_string(i) + "=1";
+  const Outcome o = shell("ulimit -v 524288; timeout 120 " + binary() + " run " + write_temp("many-sets.yaml", kGood) + sets);
+  EXPECT_EQ(o.status, 2) << o.output.substr(0, 2000);
+  EXPECT_NE(o.output.find("--set host.smt_interference.k0: unknown key"), std::string::npos) << o.output.substr(0, 2000);
+}
+
+// A name past NAME_MAX cannot be created, but its temporary file (shortened to fit) could, so the
+// check passed it: --json ran every repetition and then failed ("cannot write file: Success",
+// naming no option), and plot's gnuplot failed after drawing (exit 1). Refused before any work.
+TEST(Cli, AnOutputNameLongerThanNameMaxIsRefusedBeforeAnyRun) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("out-too-long");
+  fs::create_directories(dir);
+  const std::string name = (dir / (std::string(251, 'x') + ".json")).string();  // 256 bytes
+  const std::string f = write_temp("out-too-long.yaml", kGood);
+  for (const std::string option : {"--json", "--csv"}) {
+    const Outcome o = run("run " + f + " " + option + " " + name);
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find(option + ": '" + name + "' cannot be written: its name is 256 bytes long"), std::string::npos)
+        << o.output;
+  }
+  const Outcome t = run("trace " + f + " --window 0ms..1ms --out " + name);
+  EXPECT_EQ(t.status, 2) << t.output;
+  EXPECT_NE(t.output.find("--out: '" + name + "' cannot be written"), std::string::npos) << t.output;
+  EXPECT_TRUE(fs::is_empty(dir));  // no temporary file left either
+}
+
 // ---- sweep, compare, reproduce -------------------------------------------------------------
 
 namespace {
@@ -1204,6 +1251,49 @@ TEST(CliShard, AnOutDirWhoseRecordsFileIsAFifoIsRefusedWithTheOption) {
     EXPECT_NE(o.output.find("--out: '" + d + "' holds '" + d + "/records.jsonl', which is not a regular file"),
               std::string::npos)
         << cmd << o.output;
+  }
+}
+
+// A records file that cannot grow (a full disk; here a file-size limit, whose SIGXFSZ the shell
+// ignores so that the write fails with EFBIG): the sweep went on, said "12 records written" and
+// exited 0 over a file cut inside a record. It stops with the file named, keeping what it wrote.
+TEST(CliSweep, AFailedRecordWriteStopsTheSweep) {
+  const std::string f = write_temp("full.yaml", kSweep), d = fresh_dir("full");
+  const Outcome o = shell("trap '' XFSZ; ulimit -f 4; timeout 120 " + binary() + " sweep " + f + " --out " + d + " --jobs 2");
+  EXPECT_EQ(o.status, 1) << o.output;
+  EXPECT_NE(o.output.find(d + "/records.jsonl: writing a record failed: File too large"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("records written"), std::string::npos) << o.output;
+  const std::size_t kept = count_lines(d + "/records.jsonl");
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, 12u);
+  // Without the limit the same command resumes and finishes the sweep.
+  const Outcome resumed = run("sweep " + f + " --out " + d);
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(count_lines(d + "/records.jsonl"), 12u);
+}
+
+// A loop of symbolic links as a records input, as DIR/records.jsonl of an input or of an --out
+// directory, or as a reproduction's NAME made std::filesystem throw: compare, plot, merge,
+// reproduce and sweep ended in "filesystem error: ... Too many levels of symbolic links" (exit 1).
+TEST(CliShard, ALoopOfSymbolicLinksAsRecordsIsRefusedNamingIt) {
+  const std::string f = write_temp("loop.yaml", kSweep), a = fresh_dir("loop-a"), d = fresh_dir("loop-dir"),
+                    loop = fresh_dir("loop-self");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 1").status, 0);
+  ASSERT_EQ(shell("ln -s " + loop + " " + loop + " && mkdir -p " + d + " && ln -s records.jsonl " + d + "/records.jsonl").status,
+            0);
+  const std::string in_dir = d + "/records.jsonl";
+  for (const auto& [cmd, named] : std::vector<std::pair<std::string, std::string>>{
+           {"compare " + loop, loop + ": is a loop of symbolic links"},
+           {"compare " + a + " " + d, in_dir + ": is a loop of symbolic links"},
+           {"plot " + loop + " --x x --y y", loop + ": is a loop of symbolic links"},
+           {"merge " + d + " --out " + fresh_dir("loop-m"), in_dir + ": is a loop of symbolic links"},
+           {"reproduce smt-corun-sysbench --from " + d, in_dir + ": is a loop of symbolic links"},
+           {"reproduce " + loop, "NAME: '" + loop + "' is a loop of symbolic links"},
+           {"merge " + a + " --out " + d, "--out: '" + d + "' holds '" + in_dir + "', which is a loop of symbolic links"},
+           {"sweep " + f + " --out " + d, "--out: '" + d + "' holds '" + in_dir + "', which is a loop of symbolic links"}}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << ": " << o.output;
+    EXPECT_NE(o.output.find(named), std::string::npos) << cmd << ": " << o.output;
   }
 }
 

@@ -175,6 +175,32 @@ TEST(CliPlot, MissingGnuplotIsAClearErrorNotACrash) {
   EXPECT_NE(o.output.find("gnuplot is not installed"), std::string::npos) << o.output;
 }
 
+// gnuplot drew into the figure's file itself, removed first: a failing gnuplot (here `false`) lost
+// the previous figure, a full disk left an empty one, and a symbolic link given as --out was
+// replaced by a file. It draws into a temporary file now, renamed over the link's target.
+TEST(CliPlot, AFigureIsReplacedWholeAndALinkStaysALink) {
+  SKIP_WITHOUT_GNUPLOT();
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("fig-atomic");
+  fs::create_directories(dir);
+  const std::string kept = (dir / "kept.svg").string(), args = " --x vms.web.count --y vm.web.throughput --out ";
+  { std::ofstream(kept) << "<svg>previous</svg>"; }
+  const Outcome failed = shell("VCPUSIM_GNUPLOT=false timeout 120 " + binary() + " plot " + sweep_dir() + args + kept);
+  EXPECT_EQ(failed.status, 1) << failed.output;
+  EXPECT_EQ(slurp(kept), "<svg>previous</svg>");
+  const fs::path target = dir / "target.svg", link = dir / "link.svg";
+  { std::ofstream(target) << "<svg>previous</svg>"; }
+  fs::create_symlink("target.svg", link);
+  const Outcome o = run("plot " + sweep_dir() + args + link.string());
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_NE(slurp(target.string()).find("<svg"), std::string::npos);
+  EXPECT_NE(slurp(target.string()), "<svg>previous</svg>");
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".tmp" ? 100 : 1;
+  EXPECT_EQ(files, 3u);  // kept, target, link; no temporary file left
+}
+
 TEST(CliPlot, ReproducePlotWritesAPng) {
   SKIP_WITHOUT_GNUPLOT();
   const std::string fig = (scratch() / "rep.png").string(), d = fresh_dir("rep");
