@@ -365,6 +365,20 @@ int run_command_line(int argc, char** argv) {
   plot->add_option("--out", po.out, "figure file; the extension picks the format: .png or .svg (default: DIR/plot.png)")->check(kNonEmpty);
   plot->add_option("--title", po.title, "figure title (default: SCENARIO: METRIC by FIELD)")->check(kNonEmpty)->check(kPrintable);
 
+  // A first word that names no command: CLI11 took it for an extra argument and said only "A
+  // subcommand is required".
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* c : cli.get_subcommands({})) {
+      known = known || c->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c->get_name();
+    }
+    if (!known) {
+      std::cerr << "vcpusim: '" << argv[1] << "' is not a command; the commands are " << names << " (vcpusim --help)\n";
+      return 2;
+    }
+  }
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -60,7 +60,16 @@ namespace {
 std::optional<double> duration_ns(std::string_view text) {
   auto [num, unit] = split_unit(text);
   auto v = parse_number(num);
-  if (!v) return std::nullopt;
+  if (!v) {
+    // A number past a double's range (1e400s) is a duration too long for the clock, not one
+    // without a unit, which is what its error said; one below it (1e-400s) reads as 1e-20s does.
+    double d = 0;
+    const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), d);
+    if (num.empty() || ec != std::errc::result_out_of_range || p != num.data() + num.size()) return std::nullopt;
+    const std::size_t e = num.find_first_of("eE");
+    const bool tiny = e != std::string_view::npos && e + 1 < num.size() && num[e + 1] == '-';
+    v = tiny ? 0.0 : (num.front() == '-' ? -HUGE_VAL : HUGE_VAL);
+  }
   double scale;
   if (unit == "ns") scale = 1;
   else if (unit == "us") scale = 1e3;

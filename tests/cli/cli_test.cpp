@@ -105,6 +105,18 @@ TEST(Cli, ListRefusesTheArgumentsOfARun) {
   }
 }
 
+// A first word that is no command was taken for an extra argument: "A subcommand is required",
+// naming neither the word nor the commands.
+TEST(Cli, AWordThatIsNoCommandIsNamedWithTheCommands) {
+  const Outcome o = run("frobnicate");
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("'frobnicate' is not a command; the commands are run, trace, bench, sweep, merge, compare, "
+                          "reproduce, plot"),
+            std::string::npos)
+      << o.output;
+  EXPECT_EQ(run("--version").status, 0);
+}
+
 TEST(Cli, GoodScenarioRuns) {
   const Outcome o = run("run " + write_temp("good.yaml", kGood));
   EXPECT_EQ(o.status, 0) << o.output;
