@@ -76,12 +76,13 @@ void Host::commit(PcpuId p, VcpuId prev, const Pick& pick) {
     ple_sched_done(next);  // a PLE yield's schedule() kept the spinner: it leaves the handler (ple.cpp)
   }
   policy_->set_next(p, next, now_);
+  const sim::Duration slice = next != kIdle ? policy_->committed_slice(p, next, pick.slice, now_) : 0;
   if (poll_cut) poll_cut_block(p, prev);
 
   ++pc.slice_gen;
   pc.slice_end = sim::kNever;
-  if (next != kIdle && pick.slice > 0) {
-    pc.slice_end = now_ + pick.slice;
+  if (next != kIdle && slice > 0) {
+    pc.slice_end = now_ + slice;
     queue_.push(pc.slice_end, sim::Phase::kHypervisorTimer, kSliceEnd, p, pc.slice_gen);
   }
 

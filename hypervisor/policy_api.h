@@ -163,6 +163,14 @@ class SchedulerPolicy {
   virtual Pick pick_next(PcpuId p, sim::Time now, const PickFilter& filter) = 0;
   /// Commit: p runs v (kIdle: idle) from now. v was just returned by pick_next for p.
   virtual void set_next(PcpuId p, VcpuId v, sim::Time now) = 0;
+  /// The slice of v, just committed on p by set_next, given the slice pick_next computed. A
+  /// policy whose commit can change what that slice was computed from answers anew (credit2:
+  /// Xen's csched2_runtime runs after the reset's balance_load, which may have pulled a vCPU
+  /// onto this runqueue or pushed its head away). Called after set_next for a non-idle v.
+  /// Default: the picked slice.
+  virtual sim::Duration committed_slice(PcpuId /*p*/, VcpuId /*v*/, sim::Duration picked, sim::Time /*now*/) {
+    return picked;
+  }
   /// prev stopped running on p (it is Runnable, to be requeued, or Blocked). Called before
   /// set_next of its successor (Xen context_saved, Linux put_prev_task).
   virtual void put_prev(PcpuId p, VcpuId prev, sim::Time now) = 0;

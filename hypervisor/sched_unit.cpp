@@ -273,12 +273,13 @@ void Host::unit_commit(PcpuId m, UnitId prev, const Pick& pick) {
     }
   }
   policy_->set_next(m, next, now_);
+  const sim::Duration slice = next != kIdle ? policy_->committed_slice(m, next, pick.slice, now_) : 0;
 
   Pcpu& mp = pcpus_[m];
   ++mp.slice_gen;
   mp.slice_end = sim::kNever;
-  if (next != kIdle && pick.slice > 0) {
-    mp.slice_end = now_ + pick.slice;
+  if (next != kIdle && slice > 0) {
+    mp.slice_end = now_ + slice;
     queue_.push(mp.slice_end, sim::Phase::kHypervisorTimer, kSliceEnd, m, mp.slice_gen);
   }
   check_units(m);

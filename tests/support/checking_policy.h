@@ -48,6 +48,9 @@ class CheckingPolicy : public hv::SchedulerPolicy {
     observe_set_next(p, v, now);
     inner_->set_next(p, v, now);
   }
+  sim::Duration committed_slice(hv::PcpuId p, hv::VcpuId v, sim::Duration picked, sim::Time now) override {
+    return inner_->committed_slice(p, v, picked, now);
+  }
   void put_prev(hv::PcpuId p, hv::VcpuId prev, sim::Time now) override {
     observe_put_prev(p, prev, now);
     inner_->put_prev(p, prev, now);
