@@ -219,6 +219,7 @@ void Credit2::attach(const hv::SchedContext& ctx) {
   curr_.assign(np, kIdle);
   pending_saved_.assign(np, kIdle);
   decision_.assign(np, Decision{});
+  rebalanced_.assign(np, 0);
   // init_cpu_runqueue(): every pCPU starts idle, and in smt_idle.
   idle_ = usable;
   smt_idle_ = usable;
@@ -749,7 +750,9 @@ void Credit2::set_next(PcpuId p, VcpuId v, sim::Time now) {
     const std::int64_t top = head == kIdle ? s.credit : std::max(s.credit, vs_[head].credit);
     if (top <= kCreditReset) {
       reset_credit(rq, now, v);
+      const std::uint64_t moves = balance_moves_;
       balance_load(p, now);
+      rebalanced_[p] = balance_moves_ != moves;
     }
     s.start_time = now;
     s.tickled_cpu = kNoPcpu;
@@ -767,6 +770,19 @@ void Credit2::set_next(PcpuId p, VcpuId v, sim::Time now) {
     curr_[p] = kIdle;
   }
   flush_pending(p, now);
+}
+
+// csched2_schedule() computes the slice last, after the reset check and its balance_load():
+// a vCPU pulled onto this runqueue (migrate() queues it here) may be the waiter snext runs down
+// to, and a pushed one no longer is. pick_next's slice foresaw the reset but not the moves, so
+// after a move it is computed again on the committed state (the outgoing vCPU is back on the
+// runq by now, which runtime() reads as it reads d.requeued).
+sim::Duration Credit2::committed_slice(PcpuId p, VcpuId v, sim::Duration picked, sim::Time now) {
+  if (!std::exchange(rebalanced_[p], std::uint8_t{0})) return picked;
+  Decision d;
+  d.valid = true;
+  d.snext = v;
+  return runtime(p, d, now);
 }
 
 // Xen's context switch completes with csched2_context_saved(prev). A preempted vCPU's is run at

@@ -108,6 +108,7 @@ class Credit2 final : public hv::SchedulerPolicy {
   int yield(hv::VcpuId v, hv::VcpuId to, sim::Time now) override;
   hv::Pick pick_next(hv::PcpuId p, sim::Time now, const hv::PickFilter& f) override;
   void set_next(hv::PcpuId p, hv::VcpuId v, sim::Time now) override;
+  sim::Duration committed_slice(hv::PcpuId p, hv::VcpuId v, sim::Duration picked, sim::Time now) override;
   void put_prev(hv::PcpuId p, hv::VcpuId prev, sim::Time now) override;
   void on_timer(hv::TimerId t, sim::Time now) override;
   /// Core scheduling's cross-sibling comparison: v's credit (ns). With core_wide, its credit
@@ -246,6 +247,7 @@ class Credit2 final : public hv::SchedulerPolicy {
   std::vector<hv::VcpuId> curr_;             // Xen's curr_on_cpu(): set by set_next, cleared by put_prev
   std::vector<hv::VcpuId> pending_saved_;    // preempted vCPU whose context_saved waits for set_next
   std::vector<Decision> decision_;           // what pick_next chose, for set_next to commit
+  std::vector<std::uint8_t> rebalanced_;     // set_next's balance_load moved a vCPU: re-slice
   std::vector<topo::CpuSet> sibling_mask_;   // SMT siblings in the same runqueue (csched2_pcpu)
   // Xen's per-runqueue masks, kept host-wide: runqueues partition the pCPUs, so rqd->idle is
   // idle_ & rqd->active, and so on.

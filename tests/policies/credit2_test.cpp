@@ -578,6 +578,107 @@ TEST(Credit2Balance, EightHogsStartedOnOneRunqueueEndUpFourAndFour) {
   EXPECT_TRUE(h.host().idle_pcpus().empty());
 }
 
+// A vCPU that balance_load() pulls at a credit reset, and when it runs on its new pCPU.
+//
+// System: flat(2) with runqueue=cpu (rq 0 = {0}, rq 1 = {1}), ratelimit off, a 1 ms load window
+// (load_window_shift 20) so that balance_load sees this millisecond's loads, and a reschedule IPI
+// of 30 ms so that a tickle of pCPU 0 stays pending through the scenario. Domain "v" has v (hard
+// {0,1}) and a0, a1 (pinned to pCPU 0), all preferring pCPU 0; g prefers pCPU 1 and may run
+// anywhere (a pinned g would leave pCPU 1's side of balance_load's averages stale).
+//   - a1 runs an 8 ms job from 0; g hogs pCPU 1 from 1.5 ms (its credit meets the reset
+//     threshold near 11.5 ms); v runs a 1 ms job from 8.1 ms and blocks with 9 ms of credit.
+//   - a0 hogs pCPU 0 from 9.1 ms, or with `reserved` false from 10.1 ms; a1 hogs from 9.5 ms.
+//   - At 11 ms g wakes v on runqueue 0. With `reserved`, v (9 ms) beats a0 (about 8.1 ms) and
+//     tickles pCPU 0 by IPI (30 ms), so v is reserved for pCPU 0 (its tickled_cpu); without,
+//     a0 (about 9.1 ms) keeps pCPU 0 and v waits, reserved for nobody.
+//   - rq 1's reset near 11.5 ms runs balance_load on pCPU 1, which pulls v, the vCPU that evens
+//     rq 0's three against rq 1's one best. g (reset to about 10 ms) beats v, so nobody in rq 1
+//     is tickled and g's new slice is the credit gap to v, about 1 ms.
+// Returns when v is first seen running on pCPU 1 (sampled every 100 us, kNever if not by 25 ms),
+// v's runqueue just after the reset, and the balance moves.
+struct PulledVcpu {
+  sim::Time first_on_1 = sim::kNever;
+  unsigned rq_after_reset = 0;
+  std::uint64_t moves = 0;
+};
+PulledVcpu vcpu_pulled_at_a_reset(bool reserved) {
+  sim::ParamValues pv;
+  pv.set("ratelimit", 0);
+  pv.set("runqueue", 0);
+  pv.set("load_window_shift", 20);
+  hv::HostSpec hs = test::exact_host();
+  hs.exec.resched_ipi = sim::ms(30);
+  TestHost h(test::flat(2), hs, 1, "credit2", pv);
+  hv::DomainSpec dv = test::vm("v", 3);
+  dv.hard = {test::cpus({0, 1}), test::cpus({0}), test::cpus({0})};
+  dv.soft = {test::cpus({0}), test::cpus({0}), test::cpus({0})};
+  auto va = h.add_fake(dv);
+  hv::DomainSpec dg = test::vm("g", 1);
+  dg.soft.assign(1, test::cpus({1}));
+  auto g = h.add_fake(dg);
+  h.start();
+  Credit2& c = credit2_of(h);
+  const VcpuId v = va.vcpus[0], a0 = va.vcpus[1], a1 = va.vcpus[2], gv = g.vcpus[0];
+  EXPECT_EQ(c.runqueue_of_vcpu(v), 0u);
+  EXPECT_EQ(c.runqueue_of_vcpu(gv), 1u);
+  h.fake().set_plan(a1, FakeGuest::job(8e6));
+  h.fake().kick(a1);
+  h.run_until(sim::us(1500));
+  h.fake().set_plan(gv, FakeGuest::hog());
+  h.fake().kick(gv);
+  h.run_until(sim::us(8100));
+  h.fake().set_plan(v, FakeGuest::job(1e6));
+  h.fake().kick(v);
+  auto hog_from = [&](VcpuId x, sim::Time t) {
+    h.run_until(t);
+    h.fake().set_plan(x, FakeGuest::hog());
+    h.fake().kick(x);
+  };
+  if (reserved) {
+    hog_from(a0, sim::us(9100));
+    hog_from(a1, sim::us(9500));
+  } else {
+    hog_from(a1, sim::us(9500));
+    hog_from(a0, sim::us(10100));
+  }
+  h.run_until(sim::ms(11));
+  h.fake().set_plan(v, FakeGuest::hog());
+  h.host().kick_from(v, h.host().waker(gv), false);
+  PulledVcpu out;
+  h.run_sampled(sim::ms(25), sim::us(100), [&] {
+    if (h.host().now() == sim::ms(12)) out.rq_after_reset = c.runqueue_of_vcpu(v);
+    if (out.first_on_1 == sim::kNever && h.host().is_running(v) && h.host().vcpu(v).pcpu == 1)
+      out.first_on_1 = h.host().now();
+  });
+  out.moves = c.balance_moves();
+  return out;
+}
+
+// csched2_schedule() computes the slice after the reset's balance_load(), so a vCPU pulled there
+// is the waiter the puller's current vCPU runs down to: g's slice is the 1 ms gap to v, not the
+// 10 ms it would have had against an empty runqueue. v runs on pCPU 1 at about 12.5-13 ms (the
+// gap, then the minimum timer of 500 us on the tie); a slice fixed before the pull runs to 21.5 ms.
+TEST(Credit2Balance, AVcpuPulledAtAResetSetsThePullersSlice) {
+  const PulledVcpu r = vcpu_pulled_at_a_reset(false);
+  EXPECT_EQ(r.rq_after_reset, 1u);
+  EXPECT_EQ(r.moves, 1u);
+  EXPECT_GE(r.first_on_1, sim::us(12400));
+  EXPECT_LE(r.first_on_1, sim::us(13600));
+}
+
+// A tickle reserves a queued vCPU for the tickled pCPU only within its runqueue: runq_candidate()
+// skips a vCPU tickled for another pCPU only while that pCPU's bit is set in rqd->tickled, the
+// mask of the runqueue it is scanning. Pulled to rq 1 while reserved for pCPU 0 (whose IPI is
+// still in flight), v runs on pCPU 1 as soon as unreserved v would; honouring the stale
+// reservation, pCPU 1 would keep g and v would wait for pCPU 0's scheduling (a0's slice, 19 ms).
+TEST(Credit2Wake, AReservationBindsOnlyInTheTickledPcpusRunqueue) {
+  const PulledVcpu r = vcpu_pulled_at_a_reset(true);
+  EXPECT_EQ(r.rq_after_reset, 1u);
+  EXPECT_EQ(r.moves, 1u);
+  EXPECT_GE(r.first_on_1, sim::us(12400));
+  EXPECT_LE(r.first_on_1, sim::us(13600));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ratelimit.
 
