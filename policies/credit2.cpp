@@ -29,6 +29,8 @@
 // the current vCPU yielded) and, if capped, gets budget. The slice (csched2_runtime) runs the
 // winner until its credit falls to the next waiter's (the runq head, or the vCPU it displaced),
 // converted to time at its burn rate, within [max(500 us, ratelimit), 10 ms] -- the floor wins.
+// It is computed last, after a credit reset and the balance_load() it runs, so a vCPU pulled
+// onto this runqueue there is the waiter (committed_slice).
 //
 // Waking (csched2_unit_wake, runq_tickle). A waking vCPU stays in its runqueue (no re-pick, no
 // boost), joins the runq and tickles one pCPU of that runqueue: its own if it is pinned there
