@@ -132,8 +132,15 @@ YAML::Node shallow_copy(const YAML::Node& n) {
     // searched the copy for each key, so copying a mapping of k keys cost k^2 comparisons, each
     // leaving nodes in yaml-cpp's pool, and 400 --set options adding keys to one mapping took
     // 4 s and 730 MB (1000 ran out of memory).
+    // Each value goes into a fresh slot node that shares the original's data: inserting the
+    // original's node itself made the copy's slot that very node, so writing a slot of the copy
+    // (yaml-cpp assigns by re-pointing the node's data) wrote the original as well.
     YAML::Node m(YAML::NodeType::Map);
-    for (const auto& kv : n) m.force_insert(kv.first, kv.second);
+    for (const auto& kv : n) {
+      YAML::Node slot(YAML::NodeType::Null);
+      m.force_insert(kv.first, slot);
+      slot = kv.second;
+    }
     return m;
   }
   if (n.IsSequence()) {
@@ -147,7 +154,8 @@ YAML::Node shallow_copy(const YAML::Node& n) {
   return n;
 }
 
-void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at) {
+void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at,
+                    OverrideCopies* copies) {
   // Copy-on-write along the path: every container on the way is replaced in its parent by a
   // shallow copy before it is changed, so documents of other runs that share it are untouched.
   // Cursors move with reset(): yaml-cpp's Node::operator= would re-point the node itself.
@@ -155,9 +163,28 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
   const auto parts = split_path(path);
   YAML::Node cur;
   cur.reset(doc);
+  std::string resolved;  // the path so far, list elements by index: one key however spelt
+  auto enter = [&](YAML::Node slot_owner, auto slot, const YAML::Node& child) {
+    // A container this batch copied already is its own: written in place. (Each copy merged
+    // yaml-cpp's whole node pool into the new node's, so 3000 --set options of one mapping
+    // took 9 s and 1.2 GB.)
+    if (copies) {
+      auto it = copies->find(resolved);
+      if (it != copies->end()) {
+        cur.reset(it->second);
+        return;
+      }
+    }
+    YAML::Node copy;
+    if (!child || child.IsNull()) copy.reset(YAML::Node(YAML::NodeType::Map));
+    else copy.reset(shallow_copy(child));
+    slot_owner[slot] = copy;
+    YAML::Node next = slot_owner[slot];
+    cur.reset(next);
+    if (copies) copies->insert_or_assign(resolved, cur);
+  };
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string& key = parts[i];
-    YAML::Node copy;
     if (cur.IsSequence()) {
       std::size_t idx = 0;
       bool found = false;
@@ -171,21 +198,27 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
           }
       }
       if (!found) at.fail("'" + path + "': no element '" + key + "' in the list '" + (i ? parts[i - 1] : "") + "'");
-      copy.reset(shallow_copy(cur[idx]));
-      cur[idx] = copy;
-      YAML::Node next = cur[idx];
-      cur.reset(next);
+      resolved += "\n" + std::to_string(idx);
+      const YAML::Node owner = cur;
+      const YAML::Node element = owner[idx];
+      enter(owner, idx, element);
       continue;
     }
     if (!cur.IsMap()) at.fail("'" + path + "': '" + (i ? parts[i - 1] : "") + "' is not a mapping");
-    const YAML::Node child = cur[key];
-    if (!child || child.IsNull()) copy.reset(YAML::Node(YAML::NodeType::Map));
-    else copy.reset(shallow_copy(child));
-    cur[key] = copy;
-    YAML::Node next = cur[key];
-    cur.reset(next);
+    resolved += "\n" + key;
+    const YAML::Node owner = cur;
+    const YAML::Node child = owner[key];
+    enter(owner, key, child);
   }
   const std::string& leaf = parts.back();
+  // The value replaces whatever this batch copied at or below the leaf: a later override inside
+  // it must copy the value, not write into a container no longer in the document.
+  if (copies) {
+    std::size_t idx = 0;
+    const std::string at_leaf = resolved + "\n" + (cur.IsSequence() && parse_index(leaf, idx) ? std::to_string(idx) : leaf);
+    for (auto it = copies->lower_bound(at_leaf); it != copies->end() && it->first.compare(0, at_leaf.size(), at_leaf) == 0;)
+      it = (it->first.size() == at_leaf.size() || it->first[at_leaf.size()] == '\n') ? copies->erase(it) : std::next(it);
+  }
   if (cur.IsSequence()) {
     std::size_t idx = 0;
     if (!parse_index(leaf, idx) || idx >= cur.size()) at.fail("'" + path + "': cannot set element '" + leaf + "' of a list");
@@ -807,8 +840,9 @@ SweepRun run_of(const ParsedSweep& s, std::size_t c, const std::vector<std::size
   // grew with the runs made so far: 900 points took 6.8 s to expand, 1600 took 26 s. Copies
   // have no lines; locate_in_sweep() places errors in them, from `sources` and the base.
   run.document = copy_without_marks(s.base);
+  OverrideCopies copies;
   auto apply = [&](const Override& o) {
-    apply_override(run.document, o.path, copy_without_marks(o.value), o.where);
+    apply_override(run.document, o.path, copy_without_marks(o.value), o.where, &copies);
     run.sources.emplace_back(o.path, o.where);
   };
   for (std::size_t a = 0; a < s.axes.size(); ++a) {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,10 +101,17 @@ ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const Co
 /// identity (and nothing else).
 std::uint64_t point_seed(std::uint64_t master, const std::string& point_key, std::uint32_t rep);
 
+/// The containers one batch of overrides has already copied into its document, by resolved
+/// path (list elements by index): a later override of the batch writes into them in place.
+using OverrideCopies = std::map<std::string, YAML::Node>;
+
 /// Applies `value` at dotted `path` in `doc` (a shallow_copy made by the caller), copying on
 /// write so that documents sharing parts with `doc` are untouched. `at` locates the override
-/// for error messages.
-void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at);
+/// for error messages. Overrides applied to one document in a row may share `copies`, so that
+/// each container on their paths is copied once, not once per override (n overrides of one
+/// mapping cost n^2 otherwise).
+void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at,
+                    OverrideCopies* copies = nullptr);
 
 /// A deep copy sharing nothing with `n` (so no node pool with it), every node without a line.
 YAML::Node copy_without_marks(const YAML::Node& n);

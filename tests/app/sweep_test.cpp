@@ -105,6 +105,34 @@ TEST(Sweep, ListElementsByIndex) {
   EXPECT_EQ(spec_of(p, 0).groups[1].vcpus, 5u);
 }
 
+// Overrides applied in a row share their copies (each container on their paths copied once):
+// the shared original stays untouched, a list element is one copy however it is named, and a
+// value set around earlier overrides replaces them; one set inside it afterwards copies it.
+TEST(Sweep, OverridesOfOneBatchCopyEachContainerOnceAndLeaveTheOriginal) {
+  const YamlReader root = YamlReader::load_string(kBase, "s.yaml");
+  const YamlReader at(root.node(), "s.yaml", "");
+  auto node = [](const char* yaml) { return YAML::Load(yaml); };
+  YAML::Node doc = shallow_copy(root.node());
+  OverrideCopies copies;
+  apply_override(doc, "vms.a.vcpus", node("4"), at, &copies);
+  apply_override(doc, "vms.0.workload.threads", node("4"), at, &copies);
+  apply_override(doc, "vms.a.workload.kind", node("sysbench-memory"), at, &copies);
+  EXPECT_EQ(doc["vms"][0]["vcpus"].as<int>(), 4);
+  EXPECT_EQ(doc["vms"][0]["workload"]["threads"].as<int>(), 4);
+  EXPECT_EQ(doc["vms"][0]["workload"]["kind"].as<std::string>(), "sysbench-memory");
+  EXPECT_EQ(root.node()["vms"][0]["vcpus"].as<int>(), 2);
+  EXPECT_EQ(root.node()["vms"][0]["workload"]["threads"].as<int>(), 2);
+  EXPECT_EQ(root.node()["vms"][0]["workload"]["kind"].as<std::string>(), "sysbench-cpu");
+
+  const YAML::Node around = node("{kind: sysbench-cpu, threads: 8}");
+  apply_override(doc, "vms.a.workload", around, at, &copies);
+  apply_override(doc, "vms.0.workload.threads", node("3"), at, &copies);
+  EXPECT_EQ(doc["vms"][0]["workload"]["threads"].as<int>(), 3);
+  EXPECT_EQ(doc["vms"][0]["workload"]["kind"].as<std::string>(), "sysbench-cpu");
+  EXPECT_EQ(around["threads"].as<int>(), 8);  // the value given was copied, not written into
+  EXPECT_EQ(doc["vms"][1]["vcpus"].as<int>(), 1);
+}
+
 TEST(Sweep, SeedsDependOnlyOnThePoint) {
   const SweepPlan small = plan("sweep:\n  vms.a.count: [2]\n");
   const SweepPlan large = plan("sweep:\n  vms.a.count: [1, 2, 3]\n");
