@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <set>
 
 #include <fmt/format.h>
@@ -85,6 +86,10 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
   }
   g.columns = columns_in_order(records);
   if (!o.baseline.empty()) {
+    // A sweep without columns: "no column 'x' (have: )" named nothing to choose from.
+    if (g.columns.size() == 1 && g.columns.front().empty())
+      throw ConfigError("<command line>", 0, 0, "--baseline",
+                        "the records have no columns (their sweep has no columns:), so there is no baseline '" + o.baseline + "' to choose");
     auto it = std::find(g.columns.begin(), g.columns.end(), o.baseline);
     if (it == g.columns.end()) throw ConfigError("<command line>", 0, 0, "--baseline", "no column '" + o.baseline + "' (have: " + comma_join(g.columns) + ")");
     std::rotate(g.columns.begin(), it, it + 1);
@@ -164,7 +169,26 @@ std::vector<CompareCell> compare_cells(const Grouped& g, const CompareOptions& o
   return cells;
 }
 
+std::vector<std::string> nonpositive_cells(const Grouped& g, const CompareOptions& o) {
+  std::vector<std::string> out;
+  if (!o.higher_is_better) return out;
+  for (const std::string& op : g.ops)
+    for (const std::string& col : g.columns) {
+      auto it = g.samples.find({col, op});
+      if (it != g.samples.end() && !it->second.empty() && summarize(it->second).min <= 0)
+        out.push_back(op + " / " + (col.empty() ? std::string("(none)") : col));
+    }
+  return out;
+}
+
 void write_compare(std::ostream& os, const Grouped& g, const std::vector<CompareCell>& cells, const CompareOptions& o) {
+  // A harmonic mean is defined for positive samples only; a cell with a sample <= 0 shows Hmean
+  // 0, which read as a measured zero with nothing said.
+  const std::vector<std::string> nonpositive = nonpositive_cells(g, o);
+  const std::string hmean_note =
+      nonpositive.empty() ? ""
+                          : "Hmean, HStddev and BHmean are defined for positive samples only; shown as 0 where a sample is 0 or less: " +
+                                comma_join(nonpositive) + " (use --lower-is-better for the arithmetic mean)";
   const std::string rule = o.rule == SignificanceRule::kTTest
                                ? "two-sample t-test on the mean row, p < 0.10 (mmtests 2018-2024)"
                                : "interval test on the mean row, |diff| > 1.96 x (SD_base + SD_new) (mmtests since 2024-11)";
@@ -182,6 +206,7 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     for (const auto& c : cells)
       j["cells"].push_back({{"stat", c.stat}, {"op", c.op}, {"column", col_name(c.column)}, {"value", c.value},
                             {"pct", c.pct}, {"significant", c.significant}});
+    if (!hmean_note.empty()) j["note"] = hmean_note;
     os << j.dump(2) << "\n";
     return;
   }
@@ -198,6 +223,7 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     for (const auto& c : cells)
       fmt::print(os, "{},{},{},{:.6g},{:.4f},{}\n", field(c.stat), field(c.op), field(col_name(c.column)), c.value, c.pct,
                  c.significant ? 1 : 0);
+    if (!hmean_note.empty()) std::cerr << "vcpusim compare: note: " << hmean_note << "\n";  // CSV rows stay rows
     return;
   }
   // Group the cells into rows (stat, op) keeping order.
@@ -232,6 +258,7 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
       }
       os << "\n";
     }
+    if (!hmean_note.empty()) os << "\nNote: " << hmean_note << "\n";
     return;
   }
   // text: mmtests layout. Two header rows: each column label split at its first '-'.
@@ -259,6 +286,7 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     }
     os << "\n";
   }
+  if (!hmean_note.empty()) os << "# note: " << hmean_note << "\n";
 }
 
 }  // namespace vcpusim::app

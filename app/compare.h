@@ -48,6 +48,10 @@ struct CompareCell {
 };
 
 std::vector<CompareCell> compare_cells(const Grouped& g, const CompareOptions& o);
+/// The "op / column" cells whose samples include one <= 0, where the Hmean rows are 0 (empty
+/// when lower is better: Amean rows).
+std::vector<std::string> nonpositive_cells(const Grouped& g, const CompareOptions& o);
+
 void write_compare(std::ostream& os, const Grouped& g, const std::vector<CompareCell>& cells, const CompareOptions& o);
 
 /// mmtests Stat.pm pdiff (higher-is-better) and pndiff (lower-is-better), with their edge cases.

@@ -379,6 +379,15 @@ int run_command_line(int argc, char** argv) {
       return 2;
     }
   }
+  // --version with other words: CLI11 printed the version at the flag and exit 0, ignoring the
+  // rest ('vcpusim --version run x.yaml' ran nothing and said nothing of it).
+  if (argc > 2 && argv[1][0] == '-')
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == "--version") {
+        const int other = i == 1 ? 2 : 1;
+        std::cerr << "vcpusim: --version takes no other argument; got '" << argv[other] << "'\n";
+        return 2;
+      }
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -112,8 +112,16 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     try {
       out.push_back(parse_record_line(line));
       key_of(out.back());
-    } catch (const std::exception& e) {
+    } catch (const nlohmann::json::parse_error& e) {
       if (!complete) break;  // a torn last line: the run was killed while writing it
+      // At the byte the parser stopped at, without the library's "[json.exception...] parse
+      // error at line 1, column N:" prefix, which repeated the place wrongly (always line 1).
+      const std::string what = e.what();
+      const auto colon = what.find(": ", what.find("column "));
+      const int col = static_cast<int>(std::min<std::size_t>(e.byte == 0 ? 1 : e.byte, 1u << 30));
+      throw ConfigError(path, lineno, col, "", "not a sweep record: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+    } catch (const std::exception& e) {
+      if (!complete) break;
       throw ConfigError(path, lineno, 1, "", std::string("not a sweep record: ") + e.what());
     }
     // What compare, plot and merge compute from: a string metric ended compare with a JSON

@@ -46,9 +46,11 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
     fmt::print(os, "{:<14} {:>10} {:>13} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8}{}\n", "domain", "unit", "throughput",
                "vCPUs", "CPU", "steal%", "blocked%", "migr/s", "remote%", fi_head);
   std::size_t d = 0;
+  std::string hmean_zero;  // domains whose hmean is 0 because a repetition's throughput was 0 or less
   for (const GroupSpec& g : spec.groups)
     for (const hv::DomainSpec& inst : g.instances) {
       const Summary tp = summarize(column(runs, d, &DomainResult::throughput));
+      if (reps && tp.min <= 0) hmean_zero += (hmean_zero.empty() ? "" : ", ") + inst.name;
       const Summary cpu = summarize(column(runs, d, &DomainResult::cpu));
       const Summary st = summarize(column(runs, d, &DomainResult::steal_pct));
       const Summary bl = summarize(column(runs, d, &DomainResult::blocked_pct));
@@ -78,6 +80,9 @@ void write_table(std::ostream& os, const ScenarioSpec& spec, const std::vector<R
   const double sim_s = sim::to_seconds(spec.duration) * static_cast<double>(runs.size());
   fmt::print(os, "\nCPU = pCPUs' worth of running time; steal% = runnable-but-waiting time per vCPU;\n"
                  "remote% = share of running time spent off the node(s) holding the domain's memory.\n");
+  // A harmonic mean is defined for positive values only: a 0 there read as a measured zero.
+  if (!hmean_zero.empty())
+    fmt::print(os, "hmean = 0 where a repetition's throughput was 0 or less (undefined there): {}.\n", hmean_zero);
   if (fi && spec.host.sched_gran.core)
     fmt::print(os, "unit-idle = time threads idled inside the domain's running units (a blocked or absent vCPU's\n"
                    "slot, sched-gran=core); % of the domain's vCPUs' time.\n");

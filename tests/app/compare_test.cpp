@@ -120,6 +120,50 @@ TEST(Compare, UnknownNamesAreConfigErrors) {
   EXPECT_THROW(group_records(golden_records(), o), ConfigError);
 }
 
+// A sweep without columns: --baseline said "no column 'x' (have: )", naming nothing.
+TEST(Compare, ABaselineOnRecordsWithoutColumnsSaysTheyHaveNone) {
+  std::vector<nlohmann::json> recs;
+  for (int rep = 0; rep < 2; ++rep) {
+    nlohmann::json r = record("", 0, 1, 10.0 + rep, rep);
+    r["column"] = nullptr;
+    recs.push_back(r);
+  }
+  CompareOptions o;
+  EXPECT_NO_THROW(group_records(recs, o));
+  o.baseline = "base-A";
+  try {
+    group_records(recs, o);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "--baseline");
+    EXPECT_NE(std::string(e.what()).find("the records have no columns"), std::string::npos) << e.what();
+  }
+}
+
+// Hmean is defined for positive samples only: a cell with a 0 sample shows Hmean 0, and every
+// format says so, naming the cell; lower-is-better (Amean) needs no note.
+TEST(Compare, AnHmeanOverANonPositiveSampleIsNotedNamingItsCell) {
+  std::vector<nlohmann::json> recs = golden_records();
+  recs.push_back(record("new-B", 1, 2, 0.0, 3));
+  CompareOptions o;
+  const Grouped g = group_records(recs, o);
+  ASSERT_EQ(nonpositive_cells(g, o), std::vector<std::string>{"2 / new-B"});
+  for (const char* fmt : {"text", "json", "markdown"}) {
+    o.format = fmt;
+    std::ostringstream os;
+    write_compare(os, g, compare_cells(g, o), o);
+    EXPECT_NE(os.str().find("positive samples only"), std::string::npos) << fmt;
+    EXPECT_NE(os.str().find("2 / new-B"), std::string::npos) << fmt;
+  }
+  o.format = "text";
+  std::ostringstream clean;
+  const Grouped pos = group_records(golden_records(), o);
+  write_compare(clean, pos, compare_cells(pos, o), o);
+  EXPECT_EQ(clean.str().find("positive samples only"), std::string::npos);
+  o.higher_is_better = false;
+  EXPECT_TRUE(nonpositive_cells(g, o).empty());
+}
+
 // A large sweep's records hold thousands of metric names, all of which a wrong --metric listed
 // (20 KB): the names under its prefix are listed, else at most 40 of all.
 TEST(Compare, AnUnknownMetricListsTheNamesUnderItsPrefixAndAtMostForty) {

@@ -69,6 +69,17 @@ TEST(Cli, HelpAndVersionSucceed) {
   EXPECT_NE(v.output.find("vcpusim 0."), std::string::npos);
 }
 
+// CLI11 printed the version at the flag and ended with status 0, ignoring the words beside it:
+// `vcpusim --version run x.yaml` ran nothing and said nothing of it.
+TEST(Cli, AnArgumentBesideVersionIsRefusedNamingIt) {
+  const Outcome after = run("--version run");
+  EXPECT_EQ(after.status, 2) << after.output;
+  EXPECT_NE(after.output.find("--version takes no other argument; got 'run'"), std::string::npos) << after.output;
+  const Outcome before = run("--quiet --version");
+  EXPECT_EQ(before.status, 2) << before.output;
+  EXPECT_NE(before.output.find("got '--quiet'"), std::string::npos) << before.output;
+}
+
 TEST(Cli, DefaultScenarioRunsAndPrintsTheTable) {
   Outcome o = run("run --duration 2s");
   ASSERT_EQ(o.status, 0) << o.output;
@@ -81,6 +92,21 @@ TEST(Cli, RepetitionsTableKeepsEveryColumnAndAddsTheStatistics) {
   ASSERT_EQ(o.status, 0) << o.output;
   for (const char* s : {"mean", "hmean", "stddev", "CPU", "steal%", "blocked%", "migr/s", "remote%"})
     EXPECT_NE(o.output.find(s), std::string::npos) << s;
+}
+
+// A VM that finishes nothing (its program blocks 10 s first) has throughput 0, where a harmonic
+// mean is undefined: its hmean of 0 is noted by name; the busy VM's is not.
+TEST(Cli, RepetitionsNoteAnHmeanOfZeroNamingItsDomain) {
+  const std::string path = write_temp("hmean0.yaml", kGood + std::string(R"(  - name: sleepy
+    vcpus: 1
+    workload: {kind: program, phases: [{block: 10s}, {compute: 1ms}]}
+)"));
+  const Outcome o = run("run " + path + " --repetitions 2");
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("(undefined there): sleepy.\n"), std::string::npos) << o.output;
+  const Outcome busy = run("run --duration 2s --repetitions 2");
+  ASSERT_EQ(busy.status, 0) << busy.output;
+  EXPECT_EQ(busy.output.find("undefined there"), std::string::npos) << busy.output;
 }
 
 TEST(Cli, ListNamesEveryParameterWithTheChoicesAndDefaultOfEachChoice) {
@@ -991,6 +1017,18 @@ TEST(CliSweep, CompareOfNoRecordsNamesTheFile) {
   const Outcome torn = run("compare " + d + "/records.jsonl");
   EXPECT_EQ(torn.status, 2) << torn.output;
   EXPECT_NE(torn.output.find(d + "/records.jsonl: no records to compare"), std::string::npos) << torn.output;
+}
+
+// A line that is not JSON is placed at the byte the parser stopped at, without the library's
+// own "parse error at line 1, column N" (always line 1: it parses one line).
+TEST(CliSweep, ARecordsLineThatIsNotJsonIsPlacedAtItsLineAndColumn) {
+  const std::string d = fresh_dir("cmp-notjson");
+  std::filesystem::create_directories(d);
+  { std::ofstream(d + "/records.jsonl") << "\n{\"scenario\": x}\n"; }  // x is byte 14
+  const Outcome o = run("compare " + d);
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find(d + "/records.jsonl:2:14: not a sweep record: syntax error"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("json.exception"), std::string::npos) << o.output;
 }
 
 // Records are appended in the order the runs finish, which --jobs changes. compare summed its
