@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -43,12 +45,12 @@ CommandLineSet parse_command_line_set(const std::string& option, const std::stri
 
 std::vector<CommandLineSet> parse_command_line_sets(const std::string& option, const std::vector<std::string>& texts) {
   std::vector<CommandLineSet> out;
+  std::set<std::string> paths;
   for (const auto& t : texts) {
     out.push_back(parse_command_line_set(option, t));
     // The last one won, silently (`--set duration=10ms --set duration=20ms` ran 20 ms).
-    for (std::size_t i = 0; i + 1 < out.size(); ++i)
-      if (out[i].path == out.back().path)
-        throw ConfigError("<command line>", 0, 0, option + " " + out.back().path, "given twice");
+    if (!paths.insert(out.back().path).second)
+      throw ConfigError("<command line>", 0, 0, option + " " + out.back().path, "given twice");
   }
   return out;
 }
@@ -64,11 +66,27 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
   std::vector<std::string> fields;
   fields.reserve(sets.size());
   for (const CommandLineSet& s : sets) fields.push_back(override_field(root.node(), s.path));
+  // The earlier fields by name, each with its first set: those within a later field are the
+  // field itself and the ones under "field." or "field[", found by range, not by pairs (10,000
+  // options took 3 s).
+  std::map<std::string, std::size_t> earlier_fields;
   for (std::size_t j = 0; j < sets.size(); ++j) {
     const std::string& later = fields[j];
-    for (std::size_t i = 0; i < j; ++i) {
+    std::size_t first = j;  // the earliest set whose field lies within `later`
+    if (later.empty()) {
+      if (j > 0) first = 0;
+    } else {
+      for (const char sep : {'.', '['}) {
+        const std::string from = later + sep, to = later + static_cast<char>(sep + 1);
+        for (auto it = earlier_fields.lower_bound(from); it != earlier_fields.end() && it->first < to; ++it)
+          first = std::min(first, it->second);
+      }
+      if (auto it = earlier_fields.find(later); it != earlier_fields.end()) first = std::min(first, it->second);
+    }
+    earlier_fields.try_emplace(later, j);
+    if (first < j) {
+      const std::size_t i = first;
       const std::string& earlier = fields[i];
-      if (!field_within(earlier, later)) continue;
       throw ConfigError("<command line>", 0, 0, sets[j].option + " " + sets[j].path,
                         earlier == later ? "sets the same field as " + sets[i].option + " " + sets[i].path +
                                                ", given before it: one of the two would be dropped"
