@@ -654,16 +654,21 @@ PulledVcpu vcpu_pulled_at_a_reset(bool reserved) {
   return out;
 }
 
+// v moved to rq 1 by the reset's one balance move, then first ran on pCPU 1 after g's 1 ms credit
+// gap and the 500 us minimum timer on the tie: 12.4-13.6 ms.
+void expect_pulled_and_run_after_the_gap(const PulledVcpu& r) {
+  EXPECT_EQ(r.rq_after_reset, 1u);
+  EXPECT_EQ(r.moves, 1u);
+  EXPECT_GE(r.first_on_1, sim::us(12400));
+  EXPECT_LE(r.first_on_1, sim::us(13600));
+}
+
 // csched2_schedule() computes the slice after the reset's balance_load(), so a vCPU pulled there
 // is the waiter the puller's current vCPU runs down to: g's slice is the 1 ms gap to v, not the
 // 10 ms it would have had against an empty runqueue. v runs on pCPU 1 at about 12.5-13 ms (the
 // gap, then the minimum timer of 500 us on the tie); a slice fixed before the pull runs to 21.5 ms.
 TEST(Credit2Balance, AVcpuPulledAtAResetSetsThePullersSlice) {
-  const PulledVcpu r = vcpu_pulled_at_a_reset(false);
-  EXPECT_EQ(r.rq_after_reset, 1u);
-  EXPECT_EQ(r.moves, 1u);
-  EXPECT_GE(r.first_on_1, sim::us(12400));
-  EXPECT_LE(r.first_on_1, sim::us(13600));
+  expect_pulled_and_run_after_the_gap(vcpu_pulled_at_a_reset(false));
 }
 
 // A tickle reserves a queued vCPU for the tickled pCPU only within its runqueue: runq_candidate()
@@ -672,11 +677,7 @@ TEST(Credit2Balance, AVcpuPulledAtAResetSetsThePullersSlice) {
 // still in flight), v runs on pCPU 1 as soon as unreserved v would; honouring the stale
 // reservation, pCPU 1 would keep g and v would wait for pCPU 0's scheduling (a0's slice, 19 ms).
 TEST(Credit2Wake, AReservationBindsOnlyInTheTickledPcpusRunqueue) {
-  const PulledVcpu r = vcpu_pulled_at_a_reset(true);
-  EXPECT_EQ(r.rq_after_reset, 1u);
-  EXPECT_EQ(r.moves, 1u);
-  EXPECT_GE(r.first_on_1, sim::us(12400));
-  EXPECT_LE(r.first_on_1, sim::us(13600));
+  expect_pulled_and_run_after_the_gap(vcpu_pulled_at_a_reset(true));
 }
 
 // ---------------------------------------------------------------------------------------------
