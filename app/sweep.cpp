@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -84,7 +85,12 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
     if (ec == std::errc() && p == s.data() + s.size() && !s.empty()) return i;
     double d = 0;
     auto [q, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec2 == std::errc() && q == s.data() + s.size() && !s.empty()) return d;
+    // Finite only: from_chars also reads "nan", "inf" and "infinity", which JSON cannot hold and
+    // dumps as null. A VM named inf, or a sweep `name: [nan, inf]`, then had points that all
+    // read {"name": null}: one seed for every point, and compare refusing the sweep's own
+    // records ("point {name=null} has point_index 1 here and 0"). YAML's own spellings
+    // (.nan, .inf) are text here too; no field reads a non-finite number.
+    if (ec2 == std::errc() && q == s.data() + s.size() && !s.empty() && std::isfinite(d)) return d;
     if (s == "true" || s == "on" || s == "yes") return true;
     if (s == "false" || s == "off" || s == "no") return false;
     return s;

@@ -1719,3 +1719,30 @@ TEST(CliShard, EmptyShardAndZeroMaxRecordsAreRefused) {
     EXPECT_FALSE(std::filesystem::exists(d + "/records.jsonl")) << b.flag;
   }
 }
+
+// A plain value that std::from_chars reads as a number but JSON cannot hold ("nan", "inf") was
+// turned into a NaN or an infinity, which records dump as null: a sweep `name: [nan, inf]` ran two
+// points that both read {"name": null}, with one seed, and compare refused the sweep's own
+// records ("point {name=null} has point_index 1 here and 0"), exit 2 after the runs.
+TEST(CliSweep, ValuesSpeltNanOrInfAreTextWithTheirOwnPointsAndSeeds) {
+  const std::string f = write_temp("nan-inf.yaml", with("duration: 200ms", "duration: 20ms") + "sweep:\n  name: [nan, inf]\n");
+  const std::string d = fresh_dir("nan-inf");
+  const Outcome s = run("sweep " + f + " --out " + d);
+  ASSERT_EQ(s.status, 0) << s.output;
+  std::ifstream in(d + "/records.jsonl");
+  std::map<std::string, std::uint64_t> seed_of;  // point -> seed
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto r = nlohmann::json::parse(line);
+    seed_of[r.at("point").dump()] = r.at("seed").get<std::uint64_t>();
+    EXPECT_EQ(r.at("resolved").at("name"), r.at("point").at("name")) << line;
+  }
+  ASSERT_EQ(seed_of.size(), 2u);
+  EXPECT_EQ(seed_of.count(R"({"name":"nan"})"), 1u);
+  EXPECT_EQ(seed_of.count(R"({"name":"inf"})"), 1u);
+  EXPECT_NE(seed_of.begin()->second, std::next(seed_of.begin())->second);
+  const Outcome c = run("compare " + d + " --format csv");
+  EXPECT_EQ(c.status, 0) << c.output;
+  EXPECT_NE(c.output.find("nan"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("inf"), std::string::npos) << c.output;
+}
