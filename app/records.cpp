@@ -111,7 +111,18 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     if (line.empty()) continue;
     try {
       out.push_back(parse_record_line(line));
-      key_of(out.back());
+      // The fields key_of reads, named: a column 7 or a repetition "1" was "type must be string,
+      // but is number", which named neither.
+      const nlohmann::json& r = out.back();
+      if (r.is_object()) {
+        if (r.contains("column") && !r.at("column").is_null() && !r.at("column").is_string())
+          throw ConfigError(path, lineno, 1, "column", r.at("column").dump() + " is not a column label (a string, or null)");
+        if (r.contains("repetition") && !r.at("repetition").is_number_unsigned())
+          throw ConfigError(path, lineno, 1, "repetition", r.at("repetition").dump() + " is not a repetition number");
+      }
+      key_of(r);
+    } catch (const ConfigError&) {
+      throw;
     } catch (const nlohmann::json::parse_error& e) {
       if (!complete) break;  // a torn last line: the run was killed while writing it
       // At the byte the parser stopped at, without the library's "[json.exception...] parse
@@ -121,7 +132,10 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
       const int col = static_cast<int>(std::min<std::size_t>(e.byte == 0 ? 1 : e.byte, 1u << 30));
       throw ConfigError(path, lineno, col, "", "not a sweep record: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
     } catch (const std::exception& e) {
-      if (!complete) break;
+      // Not a torn line, even without its newline: the line is JSON (a torn record is a prefix of
+      // one, never JSON), of the wrong shape. Breaking here kept the record just pushed, and key_of
+      // threw on it again outside this loop: compare ended in "type must be string, but is number",
+      // exit 1, with no file or line.
       throw ConfigError(path, lineno, 1, "", std::string("not a sweep record: ") + e.what());
     }
     // What compare, plot and merge compute from: a string metric ended compare with a JSON
