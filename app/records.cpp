@@ -13,6 +13,8 @@
 
 #include "app/config_error.h"
 #include "app/output_paths.h"
+#include "app/scenario.h"
+#include "app/sweep.h"
 #include "app/text.h"
 
 namespace vcpusim::app {
@@ -117,8 +119,14 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
       if (r.is_object()) {
         if (r.contains("column") && !r.at("column").is_null() && !r.at("column").is_string())
           throw ConfigError(path, lineno, 1, "column", r.at("column").dump() + " is not a column label (a string, or null)");
-        if (r.contains("repetition") && !r.at("repetition").is_number_unsigned())
-          throw ConfigError(path, lineno, 1, "repetition", r.at("repetition").dump() + " is not a repetition number");
+        // Bounded as `repetitions:` is: key_of reads it as 32 bits, so 4294967296 was repetition 0,
+        // a duplicate of it ("repetition 0 is also in ... with another seed").
+        if (r.contains("repetition") &&
+            (!r.at("repetition").is_number_unsigned() || r.at("repetition").get<std::uint64_t>() >= kMaxRepetitions))
+          throw ConfigError(path, lineno, 1, "repetition",
+                            r.at("repetition").dump() + " is not a repetition number (0 to " +
+                                std::to_string(kMaxRepetitions - 1) + ": a sweep runs at most " +
+                                std::to_string(kMaxRepetitions) + " repetitions)");
       }
       key_of(r);
     } catch (const ConfigError&) {
@@ -163,6 +171,20 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     for (const char* k : {"column_index", "point_index"})
       if (r.contains(k) && !r.at(k).is_number_unsigned())
         throw ConfigError(path, lineno, 1, k, r.at(k).dump() + " is not an index");
+    // What merge counts missing tasks by, checked here where the line is known (merge named only
+    // the file) and for every reader. A sweep has at most kMaxSweepRuns tasks: a hand-edited
+    // tasks_total of 10^9 made merge's missing list a 4 GB allocation (std::bad_alloc, exit 1);
+    // a task_index of 100 (of 8) made it report all 8 tasks missing beside the 8 records it wrote.
+    for (const char* k : {"task_index", "tasks_total"})
+      if (r.contains(k) && (!r.at(k).is_number_unsigned() || r.at(k).get<std::uint64_t>() > kMaxSweepRuns))
+        throw ConfigError(path, lineno, 1, k,
+                          r.at(k).dump() + " is not a task count of a sweep (an integer from 0 to " +
+                              std::to_string(kMaxSweepRuns) + ")");
+    if (r.contains("task_index") && r.contains("tasks_total") &&
+        r.at("task_index").get<std::uint64_t>() >= r.at("tasks_total").get<std::uint64_t>())
+      throw ConfigError(path, lineno, 1, "task_index",
+                        r.at("task_index").dump() + " is not below the record's tasks_total (" + r.at("tasks_total").dump() +
+                            "): a sweep numbers its tasks from 0");
     // Names the commands print and compare: a number there ended compare, plot and merge with
     // "type must be string" (exit 1, no file or line).
     for (const char* k : {"scenario", "scenario_hash", "vcpusim_build"})

@@ -1644,7 +1644,7 @@ TEST(CliShard, MergeRefusesATaskIndexNotBelowItsTaskCount) {
     const std::string path = write_temp("ti-records.jsonl", edited);
     const Outcome o = run("merge " + path + " --out " + fresh_dir("ti-m"));
     EXPECT_EQ(o.status, 2) << o.output;
-    EXPECT_NE(o.output.find(path + ": " + message), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find(path + ":1:1: " + message), std::string::npos) << o.output;
   }
 }
 
@@ -1773,7 +1773,7 @@ TEST(CliShard, AWrongShapedLastRecordWithoutItsNewlineIsRefusedNamingItsField) {
     std::filesystem::create_directories(d);
     std::filesystem::copy_file(c.file, d + "/records.jsonl");
     for (const std::string& cmd : {"compare " + c.file, "merge " + c.file + " --out " + fresh_dir("ws-m"),
-                                   "plot " + c.file + " --x vms.web.count --y vm.web.throughput --out ws.png",
+                                   "plot " + c.file + " --x vms.web.count --y vm.web.throughput --out " + (scratch() / "ws.png").string(),
                                    "sweep " + write_temp("ws.yaml", kSweep) + " --out " + d}) {
       const Outcome o = run(cmd);
       EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
@@ -1799,4 +1799,35 @@ TEST(CliSweep, MoreJobsThanTheSystemCanStartIsRefusedNamingTheFlag) {
   const Outcome resumed = run("sweep " + f + " --out " + d + " --jobs 1");
   EXPECT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_EQ(count_lines(d + "/records.jsonl"), 12u);
+}
+
+// key_of reads a repetition as 32 bits: 4294967296 was repetition 0, so compare took that line
+// for a second run of repetition 0 ("repetition 0 is also in ... with another seed"), or, with
+// its seed and metrics, dropped it as a duplicate. And merge named a bad task_index or
+// tasks_total by its file alone, where every other record field is refused at its line, while
+// compare and plot took them. Each is now refused at its line by every reader.
+TEST(CliShard, ARepetitionOrTaskNumberNoSweepHasIsRefusedAtItsLineByEveryReader) {
+  const std::string rec = one_record("rt");
+  ASSERT_FALSE(rec.empty());
+  const struct {
+    std::string field, value, message;
+  } cases[] = {
+      {"repetition", "4294967296", "repetition: 4294967296 is not a repetition number (0 to 9999: a sweep runs at most 10000 repetitions)"},
+      {"repetition", "10000", "repetition: 10000 is not a repetition number"},
+      {"tasks_total", "1000000000", "tasks_total: 1000000000 is not a task count of a sweep (an integer from 0 to 100000)"},
+      {"task_index", "100", "task_index: 100 is not below the record's tasks_total (12)"},
+  };
+  for (const auto& c : cases) {
+    std::string edited = rec;
+    const auto at = edited.find("\"" + c.field + "\":");
+    ASSERT_NE(at, std::string::npos) << edited;
+    edited.replace(at, edited.find_first_of(",}", at) - at, "\"" + c.field + "\":" + c.value);
+    const std::string path = write_temp("rt-records.jsonl", rec + edited);
+    for (const std::string& cmd : {"compare " + path, "merge " + path + " --out " + fresh_dir("rt-m"),
+                                   "plot " + path + " --x vms.web.count --y vm.web.throughput --out " + (scratch() / "rt.png").string()}) {
+      const Outcome o = run(cmd);
+      EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
+      EXPECT_NE(o.output.find(path + ":2:1: " + c.message), std::string::npos) << cmd << "\n" << o.output;
+    }
+  }
 }
