@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -199,6 +200,22 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     const nlohmann::json& point = r.at("point");
     if (!point.is_object())
       throw ConfigError(path, lineno, 1, "point", point.dump() + " is not an object of swept fields");
+    // Its fields and values are printed too, as a table's operations, CSV cells and SVG text: a
+    // value "x\n1" split a compare row in two (text, markdown and CSV alike), exit 0.
+    const std::function<void(const nlohmann::json&, const std::string&)> check_printable = [&](const nlohmann::json& v,
+                                                                                               const std::string& field) {
+      if (v.is_string() && has_control_character(v.get<std::string>()))
+        throw ConfigError(path, lineno, 1, field, v.dump() + " holds a control character, which no sweep writes");
+      if (v.is_array())
+        for (const auto& e : v) check_printable(e, field);
+      if (v.is_object())
+        for (const auto& [k, e] : v.items()) {
+          if (has_control_character(k))
+            throw ConfigError(path, lineno, 1, field, nlohmann::json(k).dump() + " holds a control character, which no sweep writes");
+          check_printable(e, field + "." + k);
+        }
+    };
+    check_printable(point, "point");
     const std::string fields = point_fields(point);
     if (first_line == 0) {
       first_fields = fields;

@@ -1831,3 +1831,29 @@ TEST(CliShard, ARepetitionOrTaskNumberNoSweepHasIsRefusedAtItsLineByEveryReader)
     }
   }
 }
+
+// Records refused a control character in scenario and column, but not in the point, whose fields
+// and values tables print as well: a value "x\n1" split every compare row of it in two (text,
+// markdown and CSV), exit 0.
+TEST(CliShard, APointHoldingAControlCharacterIsRefusedAtItsLine) {
+  const std::string rec = one_record("pc");
+  ASSERT_FALSE(rec.empty());
+  const std::string point = "\"point\":{\"vms.web.count\":";
+  const auto at = rec.find(point);
+  ASSERT_NE(at, std::string::npos) << rec;
+  std::string value = rec, field = rec;
+  value.replace(at + point.size(), rec.find('}', at) - at - point.size(), "\"x\\n1\"");
+  field.replace(at, point.size(), "\"point\":{\"vms.web\\u0007count\":");
+  const struct {
+    std::string file, message;
+  } cases[] = {
+      {write_temp("pc-value.jsonl", value), ":1:1: point.vms.web.count: \"x\\n1\" holds a control character, which no sweep writes"},
+      {write_temp("pc-field.jsonl", field), ":1:1: point: \"vms.web\\u0007count\" holds a control character"},
+  };
+  for (const auto& c : cases)
+    for (const char* fmt : {"text", "markdown", "csv"}) {
+      const Outcome o = run("compare " + c.file + " --format " + std::string(fmt));
+      EXPECT_EQ(o.status, 2) << fmt << "\n" << o.output;
+      EXPECT_NE(o.output.find(c.file + c.message), std::string::npos) << fmt << "\n" << o.output;
+    }
+}
