@@ -1856,4 +1856,15 @@ TEST(CliShard, APointHoldingAControlCharacterIsRefusedAtItsLine) {
       EXPECT_EQ(o.status, 2) << fmt << "\n" << o.output;
       EXPECT_NE(o.output.find(c.file + c.message), std::string::npos) << fmt << "\n" << o.output;
     }
+  // Nor does a sweep write one: a swept value with a tab (YAML's printable text allows it, and a
+  // topology file may be so named) is refused at its line, in each form of axis.
+  for (const auto& [axis, where] : {std::pair<std::string, std::string>{"  topology: [\"a\\tb.yaml\", desktop-4c8t]\n", ":12:14: sweep.topology[0]: "},
+                                    {"  zip:\n    - {topology: [\"a\\tb.yaml\"]}\n", ":13:19: sweep.zip[0].topology[0]: "},
+                                    {"  t:\n    values: [\"a\\tb.yaml\"]\n    paths: [topology]\n", ":13:14: sweep.t.values[0]: "}}) {
+    const std::string f = write_temp("pc-sweep.yaml", with("duration: 200ms", "duration: 20ms") + "sweep:\n" + axis);
+    const Outcome o = run("sweep " + f + " --out " + fresh_dir("pc-sweep"));
+    EXPECT_EQ(o.status, 2) << axis << o.output;
+    EXPECT_NE(o.output.find(f + where + "\"a\\tb.yaml\": a swept value holds no control character"), std::string::npos)
+        << axis << o.output;
+  }
 }
