@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -13,6 +14,8 @@
 
 #include "app/config_error.h"
 #include "app/output_paths.h"
+#include "app/scenario.h"
+#include "app/sweep.h"
 #include "app/text.h"
 
 namespace vcpusim::app {
@@ -111,7 +114,24 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     if (line.empty()) continue;
     try {
       out.push_back(parse_record_line(line));
-      key_of(out.back());
+      // The fields key_of reads, named: a column 7 or a repetition "1" was "type must be string,
+      // but is number", which named neither.
+      const nlohmann::json& r = out.back();
+      if (r.is_object()) {
+        if (r.contains("column") && !r.at("column").is_null() && !r.at("column").is_string())
+          throw ConfigError(path, lineno, 1, "column", r.at("column").dump() + " is not a column label (a string, or null)");
+        // Bounded as `repetitions:` is: key_of reads it as 32 bits, so 4294967296 was repetition 0,
+        // a duplicate of it ("repetition 0 is also in ... with another seed").
+        if (r.contains("repetition") &&
+            (!r.at("repetition").is_number_unsigned() || r.at("repetition").get<std::uint64_t>() >= kMaxRepetitions))
+          throw ConfigError(path, lineno, 1, "repetition",
+                            r.at("repetition").dump() + " is not a repetition number (0 to " +
+                                std::to_string(kMaxRepetitions - 1) + ": a sweep runs at most " +
+                                std::to_string(kMaxRepetitions) + " repetitions)");
+      }
+      key_of(r);
+    } catch (const ConfigError&) {
+      throw;
     } catch (const nlohmann::json::parse_error& e) {
       if (!complete) break;  // a torn last line: the run was killed while writing it
       // At the byte the parser stopped at, without the library's "[json.exception...] parse
@@ -121,7 +141,10 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
       const int col = static_cast<int>(std::min<std::size_t>(e.byte == 0 ? 1 : e.byte, 1u << 30));
       throw ConfigError(path, lineno, col, "", "not a sweep record: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
     } catch (const std::exception& e) {
-      if (!complete) break;
+      // Not a torn line, even without its newline: the line is JSON (a torn record is a prefix of
+      // one, never JSON), of the wrong shape. Breaking here kept the record just pushed, and key_of
+      // threw on it again outside this loop: compare ended in "type must be string, but is number",
+      // exit 1, with no file or line.
       throw ConfigError(path, lineno, 1, "", std::string("not a sweep record: ") + e.what());
     }
     // What compare, plot and merge compute from: a string metric ended compare with a JSON
@@ -149,6 +172,20 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     for (const char* k : {"column_index", "point_index"})
       if (r.contains(k) && !r.at(k).is_number_unsigned())
         throw ConfigError(path, lineno, 1, k, r.at(k).dump() + " is not an index");
+    // What merge counts missing tasks by, checked here where the line is known (merge named only
+    // the file) and for every reader. A sweep has at most kMaxSweepRuns tasks: a hand-edited
+    // tasks_total of 10^9 made merge's missing list a 4 GB allocation (std::bad_alloc, exit 1);
+    // a task_index of 100 (of 8) made it report all 8 tasks missing beside the 8 records it wrote.
+    for (const char* k : {"task_index", "tasks_total"})
+      if (r.contains(k) && (!r.at(k).is_number_unsigned() || r.at(k).get<std::uint64_t>() > kMaxSweepRuns))
+        throw ConfigError(path, lineno, 1, k,
+                          r.at(k).dump() + " is not a task count of a sweep (an integer from 0 to " +
+                              std::to_string(kMaxSweepRuns) + ")");
+    if (r.contains("task_index") && r.contains("tasks_total") &&
+        r.at("task_index").get<std::uint64_t>() >= r.at("tasks_total").get<std::uint64_t>())
+      throw ConfigError(path, lineno, 1, "task_index",
+                        r.at("task_index").dump() + " is not below the record's tasks_total (" + r.at("tasks_total").dump() +
+                            "): a sweep numbers its tasks from 0");
     // Names the commands print and compare: a number there ended compare, plot and merge with
     // "type must be string" (exit 1, no file or line).
     for (const char* k : {"scenario", "scenario_hash", "vcpusim_build"})
@@ -163,6 +200,22 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
     const nlohmann::json& point = r.at("point");
     if (!point.is_object())
       throw ConfigError(path, lineno, 1, "point", point.dump() + " is not an object of swept fields");
+    // Its fields and values are printed too, as a table's operations, CSV cells and SVG text: a
+    // value "x\n1" split a compare row in two (text, markdown and CSV alike), exit 0.
+    const std::function<void(const nlohmann::json&, const std::string&)> check_printable = [&](const nlohmann::json& v,
+                                                                                               const std::string& field) {
+      if (v.is_string() && has_control_character(v.get<std::string>()))
+        throw ConfigError(path, lineno, 1, field, v.dump() + " holds a control character, which no sweep writes");
+      if (v.is_array())
+        for (const auto& e : v) check_printable(e, field);
+      if (v.is_object())
+        for (const auto& [k, e] : v.items()) {
+          if (has_control_character(k))
+            throw ConfigError(path, lineno, 1, field, nlohmann::json(k).dump() + " holds a control character, which no sweep writes");
+          check_printable(e, field + "." + k);
+        }
+    };
+    check_printable(point, "point");
     const std::string fields = point_fields(point);
     if (first_line == 0) {
       first_fields = fields;

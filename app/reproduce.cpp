@@ -247,7 +247,9 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
     constexpr double kLargestFigure = 1e15;
     if (p.value > kLargestFigure)
       value.fail(fmt::format("{} is larger than any published figure this compares (at most 1e15)", value.node().Scalar()));
-    p.stddev = c.get_double("stddev", -1, 0, 1e300);
+    // Bounded as the value is, for the same reason: a stddev of 1e300 was printed in the model-
+    // beside-published table as a number of 301 digits.
+    p.stddev = c.get_double("stddev", -1, 0, kLargestFigure);
     p.note = c.get_string("note", "");
     r.published.push_back(p);
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -84,7 +85,12 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
     if (ec == std::errc() && p == s.data() + s.size() && !s.empty()) return i;
     double d = 0;
     auto [q, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec2 == std::errc() && q == s.data() + s.size() && !s.empty()) return d;
+    // Finite only: from_chars also reads "nan", "inf" and "infinity", which JSON cannot hold and
+    // dumps as null. A VM named inf, or a sweep `name: [nan, inf]`, then had points that all
+    // read {"name": null}: one seed for every point, and compare refusing the sweep's own
+    // records ("point {name=null} has point_index 1 here and 0"). YAML's own spellings
+    // (.nan, .inf) are text here too; no field reads a non-finite number.
+    if (ec2 == std::errc() && q == s.data() + s.size() && !s.empty() && std::isfinite(d)) return d;
     if (s == "true" || s == "on" || s == "yes") return true;
     if (s == "false" || s == "off" || s == "no") return false;
     return s;
@@ -400,6 +406,27 @@ void check_label(const YamlReader& map, const YAML::Node& key, const std::string
       fail(what + " holds no control character (a newline or a tab would break the lines of the tables that name it)");
 }
 
+// A swept value is what the tables show too, as an operation of compare and a point in the
+// records: a tab in one (a topology file's name, which YAML's printable text allows) split a
+// compare row, and the records' readers refuse such a point. Checked here, at the value's line.
+void check_printable_value(const YAML::Node& n, const YamlReader& at) {
+  const auto fail_at = [&](const YAML::Node& where, const std::string& text) {
+    const bool marked = !where.Mark().is_null();
+    throw ConfigError(at.file(), marked ? where.Mark().line + 1 : 0, marked ? where.Mark().column + 1 : 0, at.path(),
+                      nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                          ": a swept value holds no control character (a newline or a tab would break the lines of the "
+                          "tables that show it)");
+  };
+  if (n.IsScalar() && has_control_character(n.Scalar())) fail_at(n, n.Scalar());
+  if (n.IsSequence())
+    for (const auto& e : n) check_printable_value(e, at);
+  if (n.IsMap())
+    for (const auto& kv : n) {
+      if (kv.first.IsScalar() && has_control_character(kv.first.Scalar())) fail_at(kv.first, kv.first.Scalar());
+      check_printable_value(kv.second, at);
+    }
+}
+
 const Axis* axis_named(const std::vector<Axis>& axes, const std::string& name) {
   for (const auto& ax : axes)
     if (ax.fields.size() == 1 && ax.fields.front() == name) return &ax;
@@ -522,6 +549,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
             std::vector<Override> ov;
             for (const std::string& f : ax.fields) {
               const YamlReader val = group.at(f).at(i);
+              check_printable_value(val.node(), val);
               lab[f] = yaml_to_json(val.node());
               ov.push_back(Override{f, val.node(), val});
             }
@@ -556,6 +584,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
           settings.emplace_back(paths.at(j).as_string(), paths.at(j));
         }
         for (std::size_t i = 0; i < vals.size(); ++i) {
+          check_printable_value(vals.node()[i], vals.at(i));
           ax.labels.push_back(nlohmann::json{{key, yaml_to_json(vals.node()[i])}});
           std::vector<Override> ov;
           for (std::size_t j = 0; j < paths.size(); ++j) ov.push_back(Override{paths.at(j).as_string(), vals.node()[i], vals.at(i)});
@@ -571,6 +600,7 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
         settings.emplace_back(key, v);
         if (v.size() == 0) v.fail("an empty list of values");
         for (std::size_t i = 0; i < v.size(); ++i) {
+          check_printable_value(v.node()[i], v.at(i));
           ax.labels.push_back(nlohmann::json{{key, yaml_to_json(v.node()[i])}});
           ax.overrides.push_back({Override{key, v.node()[i], v.at(i)}});
           ax.where.push_back(v.at(i));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -150,10 +151,26 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
   unsigned jobs = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(todo, 1)));
   std::vector<std::thread> pool;
-  for (unsigned j = 1; j < jobs; ++j) pool.emplace_back(worker);
-  worker();
+  // A thread the system will not start (--jobs 100000 past the process or address-space limit)
+  // threw out of emplace_back past the joinable threads already started, whose destructors
+  // called std::terminate: abort, exit 134. The started ones are told to stop after their run,
+  // joined, and the flag is named.
+  std::string not_started;
+  for (unsigned j = 1; j < jobs; ++j) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error& e) {
+      failed = true;
+      not_started = fmt::format("{} runs in parallel need {} threads, and the system started only {} ({}): give a "
+                                "smaller --jobs (the records written are kept, and the command with a smaller --jobs resumes)",
+                                jobs, jobs, j, e.what());
+      break;
+    }
+  }
+  if (not_started.empty()) worker();
   for (auto& th : pool) th.join();
   sum.written = written.load();
+  if (!not_started.empty()) throw ConfigError("<command line>", 0, 0, "--jobs", not_started);
   if (error) std::rethrow_exception(error);
   return sum;
 }

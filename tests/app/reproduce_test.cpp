@@ -358,7 +358,7 @@ TEST(Reproduce, SetThatEverySweepPointOverridesIsAnError) {
 
 TEST(Reproduce, PublishedStddevThatIsNegativeOrNotFiniteIsAnError) {
   EXPECT_EQ(load_error("sd-neg", "stddev: 4.11", "stddev: -4.11"),
-            repro_path("sd-neg") + ":22:54: published[1].stddev: -4.11 is out of range [0, 1e+300]");
+            repro_path("sd-neg") + ":22:54: published[1].stddev: -4.11 is out of range [0, 1e+15]");
   EXPECT_EQ(load_error("sd-nan", "stddev: 4.11", "stddev: .nan"),
             repro_path("sd-nan") + ":22:54: published[1].stddev: expected a number, got '.nan'");
 }
@@ -460,6 +460,13 @@ TEST(Reproduce, EmptySourceHugeFigureAndEmptyOrRepeatedExplainAreErrors) {
             repro_path("ex-empty") + ":25:10: explain: an empty list: name at least one metric (or leave explain: out)");
   EXPECT_EQ(load_error("ex-twice", "explain: [bm.cpu.steal_pct]", "explain: [bm.cpu.steal_pct, bm.cpu.steal_pct]"),
             repro_path("ex-twice") + ":25:29: explain[1]: 'bm.cpu.steal_pct' is given twice");
+}
+
+// A published stddev had no bound but a double's: 1e300 was printed beside its cell as a number
+// of 301 digits. It is bounded as the value is.
+TEST(Reproduce, AStddevLargerThanAnyPublishedFigureIsAnError) {
+  EXPECT_EQ(load_error("huge-sd", "stddev: 4.11", "stddev: 1e300"),
+            repro_path("huge-sd") + ":22:54: published[1].stddev: 1e300 is out of range [0, 1e+15]");
 }
 
 // An explain: name no run gives was printed as a column of "-" with status 0. A bare name is a
