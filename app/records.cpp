@@ -117,18 +117,21 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
       // The fields key_of reads, named: a column 7 or a repetition "1" was "type must be string,
       // but is number", which named neither.
       const nlohmann::json& r = out.back();
-      if (r.is_object()) {
-        if (r.contains("column") && !r.at("column").is_null() && !r.at("column").is_string())
-          throw ConfigError(path, lineno, 1, "column", r.at("column").dump() + " is not a column label (a string, or null)");
-        // Bounded as `repetitions:` is: key_of reads it as 32 bits, so 4294967296 was repetition 0,
-        // a duplicate of it ("repetition 0 is also in ... with another seed").
-        if (r.contains("repetition") &&
-            (!r.at("repetition").is_number_unsigned() || r.at("repetition").get<std::uint64_t>() >= kMaxRepetitions))
-          throw ConfigError(path, lineno, 1, "repetition",
-                            r.at("repetition").dump() + " is not a repetition number (0 to " +
-                                std::to_string(kMaxRepetitions - 1) + ": a sweep runs at most " +
-                                std::to_string(kMaxRepetitions) + " repetitions)");
-      }
+      // A line of JSON that is no record, or a record without a key every reader uses, was the
+      // library's "key 'point' not found" or "cannot use at() with array", naming no field.
+      if (!r.is_object())
+        throw ConfigError(path, lineno, 1, "", r.dump().substr(0, 40) + " is not a sweep record (a JSON object)");
+      for (const char* k : {"column", "point", "repetition"})
+        if (!r.contains(k)) throw ConfigError(path, lineno, 1, k, "missing: every sweep record has it");
+      if (!r.at("column").is_null() && !r.at("column").is_string())
+        throw ConfigError(path, lineno, 1, "column", r.at("column").dump() + " is not a column label (a string, or null)");
+      // Bounded as `repetitions:` is: key_of reads it as 32 bits, so 4294967296 was repetition 0,
+      // a duplicate of it ("repetition 0 is also in ... with another seed").
+      if (!r.at("repetition").is_number_unsigned() || r.at("repetition").get<std::uint64_t>() >= kMaxRepetitions)
+        throw ConfigError(path, lineno, 1, "repetition",
+                          r.at("repetition").dump() + " is not a repetition number (0 to " +
+                              std::to_string(kMaxRepetitions - 1) + ": a sweep runs at most " +
+                              std::to_string(kMaxRepetitions) + " repetitions)");
       key_of(r);
     } catch (const ConfigError&) {
       throw;

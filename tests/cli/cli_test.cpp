@@ -1031,6 +1031,23 @@ TEST(CliSweep, ARecordsLineThatIsNotJsonIsPlacedAtItsLineAndColumn) {
   EXPECT_EQ(o.output.find("json.exception"), std::string::npos) << o.output;
 }
 
+// A line of JSON that is no record, or one without a key every reader uses, is named at its line
+// and field; it was the library's "key 'point' not found" or "cannot use at() with array".
+TEST(CliSweep, ARecordsLineWithoutAKeyOfEveryRecordNamesTheKey) {
+  const std::string d = fresh_dir("cmp-nokey");
+  std::filesystem::create_directories(d);
+  { std::ofstream(d + "/records.jsonl") << "\n[1, 2]\n"; }
+  const Outcome array = run("compare " + d);
+  EXPECT_EQ(array.status, 2) << array.output;
+  EXPECT_NE(array.output.find(d + "/records.jsonl:2:1: [1,2] is not a sweep record (a JSON object)"), std::string::npos)
+      << array.output;
+  { std::ofstream(d + "/records.jsonl") << R"({"column": null, "repetition": 0, "metrics": {}})" << "\n"; }
+  const Outcome nopoint = run("compare " + d);
+  EXPECT_EQ(nopoint.status, 2) << nopoint.output;
+  EXPECT_NE(nopoint.output.find(d + "/records.jsonl:1:1: point: missing: every sweep record has it"), std::string::npos)
+      << nopoint.output;
+}
+
 // Records are appended in the order the runs finish, which --jobs changes. compare summed its
 // samples in that order, so two columns with the same samples could get means that differ in
 // their last bit (a cell printed -0.0000% against its baseline). Repetitions of 1, 1e16 and 1e16
