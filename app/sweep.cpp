@@ -83,6 +83,10 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
     std::int64_t i = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
     if (ec == std::errc() && p == s.data() + s.size() && !s.empty()) return i;
+    // Digits past 64 bits are text: read as a double, 99999999999999999999 and ...98 were both
+    // 1e+20, one point and one seed for two values (a VM named so, say). No field takes a whole
+    // number that large, so its loader refuses the run anyway when the field is numeric.
+    if (ec == std::errc::result_out_of_range && p == s.data() + s.size()) return s;
     double d = 0;
     auto [q, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
     // Finite only: from_chars also reads "nan", "inf" and "infinity", which JSON cannot hold and

@@ -1741,9 +1741,11 @@ TEST(CliShard, EmptyShardAndZeroMaxRecordsAreRefused) {
 // turned into a NaN or an infinity, which records dump as null: a sweep `name: [nan, inf]` ran two
 // points that both read {"name": null}, with one seed, and compare refused the sweep's own
 // records ("point {name=null} has point_index 1 here and 0"), exit 2 after the runs.
-TEST(CliSweep, ValuesSpeltNanOrInfAreTextWithTheirOwnPointsAndSeeds) {
-  const std::string f = write_temp("nan-inf.yaml", with("duration: 200ms", "duration: 20ms") + "sweep:\n  name: [nan, inf]\n");
-  const std::string d = fresh_dir("nan-inf");
+// Sweeps `name: [a, b]` and expects two points {"name": "a"} and {"name": "b"} (text), each its
+// own seed, as resolved has them, and compare showing both rows.
+void expect_names_kept_as_text(const std::string& tag, const std::string& a, const std::string& b) {
+  const std::string f = write_temp(tag + ".yaml", with("duration: 200ms", "duration: 20ms") + "sweep:\n  name: [" + a + ", " + b + "]\n");
+  const std::string d = fresh_dir(tag);
   const Outcome s = run("sweep " + f + " --out " + d);
   ASSERT_EQ(s.status, 0) << s.output;
   std::ifstream in(d + "/records.jsonl");
@@ -1755,13 +1757,23 @@ TEST(CliSweep, ValuesSpeltNanOrInfAreTextWithTheirOwnPointsAndSeeds) {
     EXPECT_EQ(r.at("resolved").at("name"), r.at("point").at("name")) << line;
   }
   ASSERT_EQ(seed_of.size(), 2u);
-  EXPECT_EQ(seed_of.count(R"({"name":"nan"})"), 1u);
-  EXPECT_EQ(seed_of.count(R"({"name":"inf"})"), 1u);
+  EXPECT_EQ(seed_of.count(R"({"name":")" + a + R"("})"), 1u);
+  EXPECT_EQ(seed_of.count(R"({"name":")" + b + R"("})"), 1u);
   EXPECT_NE(seed_of.begin()->second, std::next(seed_of.begin())->second);
   const Outcome c = run("compare " + d + " --format csv");
   EXPECT_EQ(c.status, 0) << c.output;
-  EXPECT_NE(c.output.find("nan"), std::string::npos) << c.output;
-  EXPECT_NE(c.output.find("inf"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find(a), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find(b), std::string::npos) << c.output;
+}
+
+TEST(CliSweep, ValuesSpeltNanOrInfAreTextWithTheirOwnPointsAndSeeds) {
+  expect_names_kept_as_text("nan-inf", "nan", "inf");
+}
+
+// Digits past 64 bits were read as a double: 99999999999999999999 and 99999999999999999998 were
+// both 1e+20, one point and one seed for two names.
+TEST(CliSweep, DigitsPastSixtyFourBitsAreTextWithTheirOwnPointsAndSeeds) {
+  expect_names_kept_as_text("long-digits", "99999999999999999999", "99999999999999999998");
 }
 
 // A last line without its newline that is JSON but not a record (a column 7, a repetition "1")
