@@ -61,8 +61,7 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
   // vms.2.count after vms.web.count, or one around it, host={...} after host.smt=off) replaced
   // the earlier value, which was dropped without a word (exit 0). A later set inside an earlier
   // one's field refines it and is fine (host={...} then host.smt=off).
-  // Each field resolved once: resolving in the pair loop walked the document n^2 times (3000
-  // options took 24 s and 1.5 GB).
+  // Each field resolved once: resolving in the pair loop walked the document n^2 times.
   std::vector<std::string> fields;
   fields.reserve(sets.size());
   for (const CommandLineSet& s : sets) fields.push_back(override_field(root.node(), s.path));
@@ -84,8 +83,7 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
       if (auto it = earlier_fields.find(later); it != earlier_fields.end()) first = std::min(first, it->second);
     }
     earlier_fields.try_emplace(later, j);
-    if (first < j) {
-      const std::size_t i = first;
+    if (const std::size_t i = first; i < j) {
       const std::string& earlier = fields[i];
       throw ConfigError("<command line>", 0, 0, sets[j].option + " " + sets[j].path,
                         earlier == later ? "sets the same field as " + sets[i].option + " " + sets[i].path +
