@@ -430,12 +430,19 @@ void RecordWriter::append(const nlohmann::json& record) {
   std::lock_guard<std::mutex> lock(mu_);
   // A failed write (a full disk) left the stream failed and every later append a no-op: the sweep
   // went on, said "160 records written" and exited 0 over a file cut inside its 13th record.
+  // The first failure is kept and given to every later append: with --jobs 2 the other worker,
+  // waiting on the lock, found the stream already failed and errno untouched, and its message
+  // (without "File too large") could reach the user first (a CI sanitizer run did so).
+  if (!failure_.empty()) throw std::runtime_error(failure_);
   errno = 0;
   out_ << line;
   out_.flush();
-  if (!out_)
-    throw std::runtime_error(path_ + ": writing a record failed" + (errno ? std::string(": ") + std::strerror(errno) : "") +
-                             "; the records before it are kept, and the same command resumes");
+  const int error = errno;  // read before the message allocates
+  if (!out_) {
+    failure_ = path_ + ": writing a record failed" + (error ? std::string(": ") + std::strerror(error) : "") +
+               "; the records before it are kept, and the same command resumes";
+    throw std::runtime_error(failure_);
+  }
 }
 
 }  // namespace vcpusim::app

@@ -102,13 +102,15 @@ class RecordWriter {
   /// Opens (creating) `path`, first cutting a torn last line left by a killed run.
   explicit RecordWriter(const std::string& path);
   /// Appends one line and flushes it; a std::runtime_error naming the file when that fails (a
-  /// full disk), so that the sweep stops instead of counting records it lost.
+  /// full disk), so that the sweep stops instead of counting records it lost. Every append after
+  /// a failure throws that first failure's message again.
   void append(const nlohmann::json& record);
 
  private:
   std::mutex mu_;
   std::ofstream out_;
   std::string path_;
+  std::string failure_;  // the first failed append's message; empty while every write worked
 };
 
 }  // namespace vcpusim::app

@@ -2,13 +2,19 @@
 // Pins sweep expansion: the cross product in document order (last axis fastest), zip, labelled
 // axes, columns (overrides kept out of the point), dotted paths into maps and named list
 // elements, copy-on-write documents, seeds that depend only on the point, and errors that name
-// the bad path and the line it is on.
+// the bad path and the line it is on; and that the record writer keeps its first failure.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
 #include <set>
 
 #include "app/scenario.h"
 #include "app/sweep.h"
+#include "app/records.h"
 #include "app/sweep_runner.h"
 
 namespace vcpusim::app {
@@ -647,6 +653,44 @@ TEST(Sweep, SampleHasEveryRunOfASmallPlanAndEveryValueOfEveryAxisOfALargeOne) {
   }
   EXPECT_EQ(run_error, "s.yaml:8:38: vms[1].vcpus: 0 is out of range [1, 4096] (from 'vms.b.vcpus' here, in the sweep's "
                        "run {\"vms.a.count\":8,\"vms.b.vcpus\":0}, column x)");
+}
+
+// With --jobs 2 the worker waiting on the writer's lock found the stream already failed by the
+// other's write, errno untouched, and threw the same words without "File too large"; whichever
+// worker stored its error first was the one the user saw. A later append gives the first failure.
+TEST(RecordWriter, EveryAppendAfterAFailedWriteGivesTheFirstFailure) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("vcpusim-writer-full-" + std::to_string(getpid()) + ".jsonl")).string();
+  std::filesystem::remove(path);
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  rlimit small = before;
+  small.rlim_cur = 4096;  // a full disk after a few records, as `ulimit -f 4` makes it
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string first, second;
+  {
+    RecordWriter writer(path);
+    const nlohmann::json record = {{"column", "c"}, {"point", "p"}, {"repetition", 0}, {"pad", std::string(1000, 'x')}};
+    for (int i = 0; i < 10 && first.empty(); ++i) {
+      try {
+        writer.append(record);
+      } catch (const std::runtime_error& e) {
+        first = e.what();
+      }
+    }
+    try {
+      writer.append(record);
+    } catch (const std::runtime_error& e) {
+      second = e.what();
+    }
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  std::filesystem::remove(path);
+  EXPECT_NE(first.find(path + ": writing a record failed: File too large; the records before it are kept"),
+            std::string::npos)
+      << first;
+  EXPECT_EQ(second, first);
 }
 
 }  // namespace vcpusim::app
