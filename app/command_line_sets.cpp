@@ -61,15 +61,23 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
   // vms.2.count after vms.web.count, or one around it, host={...} after host.smt=off) replaced
   // the earlier value, which was dropped without a word (exit 0). A later set inside an earlier
   // one's field refines it and is fine (host={...} then host.smt=off).
-  // Each field resolved once: resolving in the pair loop walked the document n^2 times.
+  // Each field is resolved once, by applying its set to the document as the sets before it left
+  // it: resolving in the pair loop walked the document n^2 times, and resolving in the original
+  // missed a VM named by an earlier set (vms.0.name=b then vms.b.name=c set vms[0].name twice,
+  // and b was dropped). A set is applied before it is checked; a refused one's copy is dropped.
   std::vector<std::string> fields;
   fields.reserve(sets.size());
-  for (const CommandLineSet& s : sets) fields.push_back(override_field(root.node(), s.path));
+  YAML::Node doc = shallow_copy(root.node());
+  OverrideCopies copies;  // one copy of each container on the sets' paths
   // The earlier fields by name, each with its first set: those within a later field are the
   // field itself and the ones under "field." or "field[", found by range, not by pairs (10,000
   // options took 3 s).
   std::map<std::string, std::size_t> earlier_fields;
   for (std::size_t j = 0; j < sets.size(); ++j) {
+    const CommandLineSet& s = sets[j];
+    fields.emplace_back();
+    apply_override(doc, s.path, s.value, YamlReader(s.value, "<command line>", s.option + " " + s.path), &copies,
+                   &fields.back());
     const std::string& later = fields[j];
     std::size_t first = j;  // the earliest set whose field lies within `later`
     if (later.empty()) {
@@ -85,7 +93,7 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
     earlier_fields.try_emplace(later, j);
     if (const std::size_t i = first; i < j) {
       const std::string& earlier = fields[i];
-      throw ConfigError("<command line>", 0, 0, sets[j].option + " " + sets[j].path,
+      throw ConfigError("<command line>", 0, 0, s.option + " " + s.path,
                         earlier == later ? "sets the same field as " + sets[i].option + " " + sets[i].path +
                                                ", given before it: one of the two would be dropped"
                                          : "covers " + sets[i].option + " " + sets[i].path +
@@ -93,10 +101,6 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
                                                "inside this value instead");
     }
   }
-  YAML::Node doc = shallow_copy(root.node());
-  OverrideCopies copies;  // one copy of each container on the sets' paths
-  for (const CommandLineSet& s : sets)
-    apply_override(doc, s.path, s.value, YamlReader(s.value, "<command line>", s.option + " " + s.path), &copies);
   return YamlReader(doc, root.file(), root.path());
 }
 
@@ -131,8 +135,31 @@ ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, con
   if (e.line() > 0) return e;
   if (e.field().empty()) return e;  // about the whole scenario: no one option is to blame
   const std::string e_field = unquoted_field(e.field());
-  for (auto it = sets.rbegin(); it != sets.rend(); ++it) {  // the last set of a field is the one in force
-    const std::string field = override_field(base, it->path);
+  // Each set's field as apply_command_line_sets resolved it: in the document as the sets before
+  // it left it (vms.b.vcpus=0 after vms.0.name=b is vms[0].vcpus; read in `base` it was no field
+  // of the error's, which was then put in the scenario file). From a set that cannot be applied
+  // on (its own error is the one being blamed), in `base`.
+  std::vector<std::string> fields;
+  {
+    YAML::Node doc = shallow_copy(base);
+    OverrideCopies copies;
+    bool applying = true;
+    for (const CommandLineSet& s : sets) {
+      std::string field;
+      if (applying) {
+        try {
+          apply_override(doc, s.path, s.value, YamlReader(s.value, "<command line>", s.option + " " + s.path), &copies,
+                         &field);
+        } catch (const ConfigError&) {
+          applying = false;
+        }
+      }
+      fields.push_back(applying ? field : override_field(base, s.path));
+    }
+  }
+  for (std::size_t k = sets.size(); k-- > 0;) {  // the last set of a field is the one in force
+    const auto it = sets.begin() + static_cast<std::ptrdiff_t>(k);
+    const std::string& field = fields[k];
     // In a value the option gave, or a mapping it created on its way (hsot.smt=off makes `hsot`).
     const bool in_value = field_within(e_field, field);
     const bool created = field_within(field, e_field) && !has_field(base, e_field);

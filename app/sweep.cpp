@@ -165,11 +165,12 @@ YAML::Node shallow_copy(const YAML::Node& n) {
 }
 
 void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at,
-                    OverrideCopies* copies) {
+                    OverrideCopies* copies, std::string* field) {
   // Copy-on-write along the path: every container on the way is replaced in its parent by a
   // shallow copy before it is changed, so documents of other runs that share it are untouched.
   // Cursors move with reset(): yaml-cpp's Node::operator= would re-point the node itself.
   check_dotted_path(path, at);
+  if (field) field->clear();
   const auto parts = split_path(path);
   YAML::Node cur;
   cur.reset(doc);
@@ -209,6 +210,7 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
       }
       if (!found) at.fail("'" + path + "': no element '" + key + "' in the list '" + (i ? parts[i - 1] : "") + "'");
       resolved += "\n" + std::to_string(idx);
+      if (field) *field += "[" + std::to_string(idx) + "]";
       const YAML::Node owner = cur;
       const YAML::Node element = owner[idx];
       enter(owner, idx, element);
@@ -216,6 +218,7 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
     }
     if (!cur.IsMap()) at.fail("'" + path + "': '" + (i ? parts[i - 1] : "") + "' is not a mapping");
     resolved += "\n" + key;
+    if (field) *field += (field->empty() ? "" : ".") + key;
     const YAML::Node owner = cur;
     const YAML::Node child = owner[key];
     enter(owner, key, child);
@@ -232,10 +235,12 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
   if (cur.IsSequence()) {
     std::size_t idx = 0;
     if (!parse_index(leaf, idx) || idx >= cur.size()) at.fail("'" + path + "': cannot set element '" + leaf + "' of a list");
+    if (field) *field += "[" + std::to_string(idx) + "]";
     cur[idx] = value;
     return;
   }
   if (!cur.IsMap()) at.fail("'" + path + "': the parent is not a mapping");
+  if (field) *field += (field->empty() ? "" : ".") + leaf;
   cur[leaf] = value;
 }
 

@@ -109,9 +109,10 @@ using OverrideCopies = std::map<std::string, YAML::Node>;
 /// write so that documents sharing parts with `doc` are untouched. `at` locates the override
 /// for error messages. Overrides applied to one document in a row may share `copies`, so that
 /// each container on their paths is copied once, not once per override (n overrides of one
-/// mapping cost n^2 otherwise).
+/// mapping cost n^2 otherwise). `field`, if given, receives the field set, as override_field
+/// names it in `doc` before the change ("vms[0].name" for vms.web.name).
 void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& value, const YamlReader& at,
-                    OverrideCopies* copies = nullptr);
+                    OverrideCopies* copies = nullptr, std::string* field = nullptr);
 
 /// A deep copy sharing nothing with `n` (so no node pool with it), every node without a line.
 YAML::Node copy_without_marks(const YAML::Node& n);

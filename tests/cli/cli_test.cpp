@@ -648,7 +648,7 @@ TEST(Cli, ASetThatMakesABadLabelIsTheOptionsError) {
 // A --set whose field holds an earlier --set's (the same field spelt another way, or one around
 // it) replaced that value, which was dropped without a word: `--set host.smt=off --set
 // 'host={scheduler: {policy: cfs}}'` ran with SMT on, exit 0. One inside an earlier one's field
-// refines it and is fine.
+// refines it and is fine, as is a set of another field of a VM that an earlier set renamed.
 TEST(Cli, ASetThatReplacesAnEarlierSetsFieldIsRefused) {
   const std::string f = write_temp("set-cover.yaml", kGood);
   const struct {
@@ -664,6 +664,10 @@ TEST(Cli, ASetThatReplacesAnEarlierSetsFieldIsRefused) {
        "<command line>: --set vms.a.workload: covers --set vms.a.workload.threads, given before it"},
       {"sweep " + f + " --out " + fresh_dir("set-cover-s") + " --set 'columns.x={host.smt: off}' --set 'columns={y: {}}'",
        "<command line>: --set columns: covers --set columns.x, given before it"},
+      // vms.b is the VM the first set named b: read in the original scenario it was no field
+      // of the first's, and the run took name c, dropping b (exit 0).
+      {"run " + f + " --set vms.0.name=b --set vms.b.name=c",
+       "<command line>: --set vms.b.name: sets the same field as --set vms.0.name, given before it"},
   };
   for (const auto& b : bad) {
     const Outcome o = run(b.command);
@@ -674,6 +678,14 @@ TEST(Cli, ASetThatReplacesAnEarlierSetsFieldIsRefused) {
   EXPECT_EQ(refined.status, 0) << refined.output;
   EXPECT_NE(refined.output.find("\"smt\": false"), std::string::npos) << refined.output;
   EXPECT_NE(refined.output.find("\"policy\": \"cfs\""), std::string::npos) << refined.output;
+  const Outcome renamed = run("run " + f + " --set vms.0.name=b --set vms.b.vcpus=1 --quiet --json -");
+  EXPECT_EQ(renamed.status, 0) << renamed.output;
+  EXPECT_NE(renamed.output.find("\"vm.b.cpu\": 1.0"), std::string::npos) << renamed.output;  // 2 vCPUs busy: 2.0
+  // A bad value there is the option's, not the file's (it was "set-cover.yaml: vms[0].vcpus").
+  const Outcome bad_renamed = run("run " + f + " --set vms.0.name=b --set vms.b.vcpus=0");
+  EXPECT_EQ(bad_renamed.status, 2) << bad_renamed.output;
+  EXPECT_NE(bad_renamed.output.find("<command line>: --set vms.b.vcpus: 0 is out of range"), std::string::npos)
+      << bad_renamed.output;
 }
 
 // An empty SCENARIO or DIR was taken as a path: "vcpusim: : cannot open file" and ": no records
