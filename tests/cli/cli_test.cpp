@@ -878,6 +878,31 @@ TEST(CliSweep, ResumeAfterAnInterruptionLosesAndDuplicatesNothing) {
   EXPECT_NE(run("sweep " + f + " --out " + cut).output.find("0 records written, 12 already present"), std::string::npos);
 }
 
+// The scenario hash covered the document only: a sweep of `topology: box.yaml` resumed after
+// box.yaml went from 4 cores to 1 took the 4-core records as finished runs of the 1-core machine,
+// ran the rest on it and printed both in one table, exit 0.
+TEST(CliSweep, AResumeAfterItsTopologyFileWasEditedIsRefused) {
+  const std::string topo = "sockets: 1\ncores_per_socket: 4\nthreads_per_core: 2\nnodes: 1\n";
+  write_temp("resume-box.yaml", topo);  // beside the scenario, where its topology: finds it
+  std::string scenario = kSweep;
+  scenario.replace(scenario.find("topology: desktop-4c8t"), 22, "topology: resume-box.yaml");
+  const std::string f = write_temp("resume-topo.yaml", scenario), out = fresh_dir("resume-topo");
+  ASSERT_EQ(run("sweep " + f + " --out " + out + " --max-records 3").status, 0);
+  write_temp("resume-box.yaml", "sockets: 1\ncores_per_socket: 1\nthreads_per_core: 2\nnodes: 1\n");
+  const Outcome edited = run("sweep " + f + " --out " + out);
+  EXPECT_EQ(edited.status, 2) << edited.output;
+  EXPECT_NE(edited.output.find(out + "/records.jsonl: holds records of a different scenario (or an edited one, or one "
+                                     "whose topology file was edited)"),
+            std::string::npos)
+      << edited.output;
+  EXPECT_EQ(count_lines(out + "/records.jsonl"), 3u);
+  // The machine the records' runs read, a comment added: they resume.
+  write_temp("resume-box.yaml", "# the desktop\n" + topo);
+  const Outcome same = run("sweep " + f + " --out " + out);
+  EXPECT_EQ(same.status, 0) << same.output;
+  EXPECT_NE(same.output.find("9 records written, 3 already present"), std::string::npos) << same.output;
+}
+
 TEST(CliSweep, RecordsOfAnotherBuildAreNeitherResumedNorMerged) {
   // Each record names the build that wrote it (the one `--version` shows); another build may be
   // another model, so its records must not pass for this build's on a resume or in a merge.
