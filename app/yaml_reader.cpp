@@ -149,11 +149,17 @@ YamlReader YamlReader::load_file(const std::string& path) {
   if (!ec && std::filesystem::is_character_file(st)) throw ConfigError(path, 0, 0, "", "is a device, not a YAML file");
   if (!ec && std::filesystem::is_regular_file(st) && std::filesystem::file_size(path, ec) > kMaxBytes)
     throw ConfigError(path, 0, 0, "", "is larger than 64 MiB; no scenario is");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  // Read up to the same bound: a pipe has no size to ask for, and <(yes '#') was read until
+  // memory ran out (exit 2 saying the scenario was too large for the machine, or the OOM killer).
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) throw ConfigError(path, 0, 0, "", "is larger than 64 MiB; no scenario is");
+  }
+  return load_string(text, path);
 }
 
 namespace {
