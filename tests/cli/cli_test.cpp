@@ -1554,6 +1554,8 @@ TEST(CliSweep, ACompleteLastRecordWithoutItsNewlineIsKeptOnResume) {
 
 // compare and plot placed columns by column_index: a record of noHT carrying HT's index hid one
 // of the two columns from the table, and a string index ended compare with a JSON type error.
+// merge took such records (exit 0) into a file every reader then refused, naming the merged file,
+// not the input.
 TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
   const std::string f = write_temp("ci.yaml", kSweep), a = fresh_dir("ci-a");
   ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
@@ -1575,7 +1577,8 @@ TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
     return write_temp("ci-records.jsonl", all);
   };
   const std::string moved = edited("noHT", "0");
-  for (const char* cmd : {"compare ", "plot --x vms.web.count --y vm.web.throughput --out ci.png "}) {
+  for (const std::string& cmd : std::vector<std::string>{"compare ", "plot --x vms.web.count --y vm.web.throughput --out ci.png ",
+                                                         "merge --out " + fresh_dir("ci-m") + " "}) {
     const Outcome o = run(cmd + moved);
     EXPECT_EQ(o.status, 2) << cmd << o.output;
     EXPECT_NE(o.output.find("ci-records.jsonl: column_index: column_index 0 is column 'noHT' here and 'HT' in "),
@@ -1594,7 +1597,8 @@ TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
 }
 
 // compare lists a table's rows by point_index: a record of point 6 carrying point 1's index made
-// the rows of 6 vanish from the table, exit 0 (plot drew a line short of its last x).
+// the rows of 6 vanish from the table, exit 0 (plot drew a line short of its last x); merge took
+// it, exit 0.
 TEST(CliShard, PointIndicesThatDisagreeWithTheirPointsAreRefused) {
   const std::string f = write_temp("pi.yaml", kSweep), a = fresh_dir("pi-a");
   ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
@@ -1607,7 +1611,8 @@ TEST(CliShard, PointIndicesThatDisagreeWithTheirPointsAreRefused) {
     all += l + "\n";
   }
   const std::string moved = write_temp("pi-records.jsonl", all);
-  for (const char* cmd : {"compare ", "plot --x vms.web.count --y vm.web.throughput --out pi.png "}) {
+  for (const std::string& cmd : std::vector<std::string>{"compare ", "plot --x vms.web.count --y vm.web.throughput --out pi.png ",
+                                                         "merge --out " + fresh_dir("pi-m") + " "}) {
     const Outcome o = run(cmd + moved);
     EXPECT_EQ(o.status, 2) << cmd << o.output;
     EXPECT_NE(o.output.find("pi-records.jsonl: point_index: point_index 0 is point {vms.web.count=6} here and "
