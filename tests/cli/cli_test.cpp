@@ -373,6 +373,25 @@ TEST(Cli, DurationFlagIsRangeCheckedLikeTheFile) {
   EXPECT_EQ(run("run " + f + " --duration 1us").status, 0);  // the lower bound itself runs
 }
 
+// The flag said "'1e30ms' is not a positive duration such as 10s" of a duration too long for the
+// clock and of one finer than a nanosecond, neither of which that is; it says what the file's
+// duration: says of the same text.
+TEST(Cli, DurationFlagIsReadAsTheFilesDurationIs) {
+  const std::string f = write_temp("dur-text.yaml", kGood);
+  for (const std::string d : {"1e30ms", "1e400s", "0.4ns", "abc"}) {
+    const Outcome flag = run("run " + f + " --duration " + d);
+    const Outcome file = run("run " + write_temp("dur-text-file.yaml", with("duration: 200ms", "duration: " + d)));
+    EXPECT_EQ(flag.status, 2) << d << ": " << flag.output;
+    EXPECT_EQ(file.status, 2) << d << ": " << file.output;
+    const auto what = [](const std::string& out, const std::string& field) {
+      const auto at = out.find(field + ": ");
+      return at == std::string::npos ? "(none in " + out + ")" : out.substr(at + field.size() + 2);
+    };
+    EXPECT_EQ(what(flag.output, "<command line>: --duration"), what(file.output, ":2:11: duration")) << d;
+  }
+  EXPECT_NE(run("run " + f + " --duration 1e30ms").output.find("'1e30ms' is too long"), std::string::npos);
+}
+
 // --repetitions took 1 to 100000 where the file's repetitions: takes 1 to 10000 (one constant,
 // app::kMaxRepetitions, bounds both now).
 TEST(Cli, RepetitionsFlagHasTheBoundOfTheFilesField) {
