@@ -121,8 +121,9 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
   if (!csv_path.empty()) app::check_output_file(csv_path, "--csv");
   std::optional<sim::Duration> d;
   if (!duration.empty()) {
-    d = app::parse_duration(duration);
-    if (!d) throw app::ConfigError("<command line>", 0, 0, "--duration", "'" + duration + "' is not a positive duration such as 10s");
+    // Read as the file's duration: '1e30ms' (too long) and '0.4ns' (no whole nanosecond) were
+    // both "not a positive duration such as 10s", which neither is.
+    d = app::YamlReader(YAML::Node(duration), "<command line>", "--duration").as_duration();
     // The bounds and the message of the file's duration: (a flag without them started a 31-year run).
     if (*d < app::kMinRunDuration || *d > app::kMaxRunDuration)
       throw app::ConfigError("<command line>", 0, 0, "--duration",

@@ -17,6 +17,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
   MergeReport rep;
   OneSweep one("merge");
   SweptFields fields;
+  SweepIndices indices;  // compare, plot and a resume refused the merged file: which input was it?
   std::map<RecordKey, nlohmann::json> kept;
   std::map<RecordKey, std::string> kept_from;  // the file each kept record came from
   std::set<std::size_t> seen_tasks;
@@ -35,6 +36,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
     for (auto& r : read_records(path)) {
       one.check(r, path);
       fields.check(r, path);  // a merged file of two field sets was refused by every reader
+      indices.check(r, path);
       // read_records bounds both by kMaxSweepRuns and a task_index by its tasks_total, at their line.
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, r.at("tasks_total").get<std::size_t>());
       if (r.contains("task_index")) seen_tasks.insert(r.at("task_index").get<std::size_t>());

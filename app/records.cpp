@@ -263,42 +263,32 @@ std::string records_file_of(const std::string& d) {
   return path;
 }
 
-namespace {
-
 // One sweep gives each column one index and each index one column, and each point one index and
 // each index one point: compare lists a table's columns and rows by index, and a record of point
 // 4 carrying point 2's index made the rows of 4 vanish from the table (exit 0). Checked as each
 // record is read, so that the message names the file (a check after the read could only say
 // "<records>"). Points are told apart as tables print them (2 and 2.0 are one row).
-class OneToOne {
- public:
-  /// `field`: the record's index field; `noun`: what it numbers, as messages name it ("column",
-  /// "point"); `quote`: whether a label is quoted in them.
-  OneToOne(std::string field, std::string noun, bool quote) : field_(std::move(field)), noun_(std::move(noun)), quote_(quote) {}
-  void check(const std::string& label, std::uint64_t index, const std::string& path) {
-    const std::string shown = quote_ ? "'" + label + "'" : label;
-    const auto [li, fresh_index] = label_of_.try_emplace(index, label, path);
-    if (!fresh_index && li->second.first != label)
-      throw ConfigError(path, 0, 0, field_,
-                        field_ + " " + std::to_string(index) + " is " + noun_ + " " + shown + " here and " +
-                            (quote_ ? "'" + li->second.first + "'" : li->second.first) + " in " + li->second.second +
-                            "; one sweep gives each " + noun_ + " its own index");
-    const auto [il, fresh_label] = index_of_.try_emplace(label, index, path);
-    if (!fresh_label && il->second.first != index)
-      throw ConfigError(path, 0, 0, field_,
-                        noun_ + " " + shown + " has " + field_ + " " + std::to_string(index) + " here and " +
-                            std::to_string(il->second.first) + " in " + il->second.second + "; one sweep gives each " +
-                            noun_ + " one index");
-  }
+void SweepIndices::OneToOne::check(const std::string& label, std::uint64_t index, const std::string& path) {
+  const std::string shown = quote_ ? "'" + label + "'" : label;
+  const auto [li, fresh_index] = label_of_.try_emplace(index, label, path);
+  if (!fresh_index && li->second.first != label)
+    throw ConfigError(path, 0, 0, field_,
+                      field_ + " " + std::to_string(index) + " is " + noun_ + " " + shown + " here and " +
+                          (quote_ ? "'" + li->second.first + "'" : li->second.first) + " in " + li->second.second +
+                          "; one sweep gives each " + noun_ + " its own index");
+  const auto [il, fresh_label] = index_of_.try_emplace(label, index, path);
+  if (!fresh_label && il->second.first != index)
+    throw ConfigError(path, 0, 0, field_,
+                      noun_ + " " + shown + " has " + field_ + " " + std::to_string(index) + " here and " +
+                          std::to_string(il->second.first) + " in " + il->second.second + "; one sweep gives each " +
+                          noun_ + " one index");
+}
 
- private:
-  std::string field_, noun_;
-  bool quote_;
-  std::map<std::uint64_t, std::pair<std::string, std::string>> label_of_;  // index -> label, its file
-  std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_;  // label -> index, its file
-};
-
-}  // namespace
+void SweepIndices::check(const nlohmann::json& record, const std::string& path) {
+  const auto& c = record.at("column");
+  columns_.check(c.is_null() ? "" : c.get<std::string>(), record.value("column_index", std::uint64_t{0}), path);
+  points_.check(point_label(record.at("point")), record.value("point_index", std::uint64_t{0}), path);
+}
 
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
   std::vector<nlohmann::json> all;
@@ -306,7 +296,7 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   SweptFields fields;
   std::string paths;
   std::map<RecordKey, std::pair<std::size_t, std::string>> seen;  // key -> index in all, its file
-  OneToOne columns("column_index", "column", true), points("point_index", "point", false);
+  SweepIndices indices;
   std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& in = inputs[i];
@@ -324,9 +314,7 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
       // read_records checks this within a file; across files a point without the field a table
       // is by ended compare and plot with "key 'x' not found" (exit 1).
       fields.check(r, path);
-      const auto& c = r.at("column");
-      columns.check(c.is_null() ? "" : c.get<std::string>(), r.value("column_index", std::uint64_t{0}), path);
-      points.check(point_label(r.at("point")), r.value("point_index", std::uint64_t{0}), path);
+      indices.check(r, path);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
       // the same sample twice shrank the stddevs. Kept once, as merge keeps it; its point is
       // read as the table prints it, since {"x": 2} and {"x": 2.0} (a file rewritten by a tool

@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +37,31 @@ class SweptFields {
 
  private:
   std::string fields_, from_;
+};
+
+/// Checks that the records given to it, from any file, give each column one column_index and each
+/// index one column, and each point (as tables print it) one point_index and each index one
+/// point; else a ConfigError naming `path` and the file of the other record.
+class SweepIndices {
+ public:
+  void check(const nlohmann::json& record, const std::string& path);
+
+ private:
+  class OneToOne {
+   public:
+    /// `field`: the record's index field; `noun`: what it numbers, as messages name it
+    /// ("column", "point"); `quote`: whether a label is quoted in them.
+    OneToOne(std::string field, std::string noun, bool quote)
+        : field_(std::move(field)), noun_(std::move(noun)), quote_(quote) {}
+    void check(const std::string& label, std::uint64_t index, const std::string& path);
+
+   private:
+    std::string field_, noun_;
+    bool quote_;
+    std::map<std::uint64_t, std::pair<std::string, std::string>> label_of_;  // index -> label, its file
+    std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_;  // label -> index, its file
+  };
+  OneToOne columns_{"column_index", "column", true}, points_{"point_index", "point", false};
 };
 
 /// A record's point as tables print it ({field=value, ...}, values by value_label: 2 and 2.0,

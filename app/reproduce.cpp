@@ -337,6 +337,23 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
     check_baseline(r, root);
     check_metrics(r, root, pub);
   } catch (const ConfigError& e) {
+    // The sweep reads the scenario as the field `scenario`, so its own checks name fields under
+    // "scenario.", where the sets' paths start inside it: --set foo=1, --set name= or --set
+    // sweep.x=[1] were blamed on the reproduction's file (scenario.foo, no line), as if the
+    // published file were wrong. (The runs' loading names fields from the scenario's top.)
+    const std::string prefix = "scenario.";
+    if (e.line() == 0 && e.field().rfind(prefix, 0) == 0) {
+      const ConfigError inside(e.file(), 0, 0, e.field().substr(prefix.size()), e.message());
+      const ConfigError blamed = blame_command_line_sets(blame, root.at("scenario").node(), inside);
+      if (blamed.file() == "<command line>") throw blamed;
+      // A --row-set is a key of its row's sweep entry (a row's name may hold dots, so by text).
+      for (std::size_t i = 0; i < row_overrides.size(); ++i) {
+        const std::string at = "sweep." + r.rows + "." + row_overrides[i].row + "." + row_overrides[i].path;
+        if (field_within(inside.field(), at))
+          throw ConfigError("<command line>", 0, 0, row_blame[i].option + " " + row_overrides[i].path,
+                            e.message() + (inside.field() == at ? "" : " (at " + inside.field() + ")"));
+      }
+    }
     throw blame_command_line_sets(blame, root.at("scenario").node(), e);
   }
   return r;

@@ -946,6 +946,21 @@ void check_run_setting(const std::string& path, const YamlReader& at) {
 SweepPlan expand_sweep(const YamlReader& root) {
   SweepPlan plan;
   add_every_run(parse_sweep(root, plan), plan);
+  // The topology files the runs read are part of the scenario: hashing the document alone, a
+  // sweep of `topology: box.yaml` resumed after box.yaml was edited took the records of the old
+  // machine as finished runs of the new one and printed both in one table, exit 0.
+  // Hashed as the document is, so that a comment or a file's place (a source tree, an install)
+  // changes nothing.
+  std::string files;
+  for (const std::string& f : topology_files(plan)) {
+    try {
+      YAML::Emitter e;
+      e << YamlReader::load_file(f).node();
+      files += std::string(e.c_str()) + '\0';
+    } catch (const ConfigError&) {  // the run's loading says so, with the run named
+    }
+  }
+  if (!files.empty()) plan.scenario_hash = std::to_string(sim::stable_hash(plan.scenario_hash + '\0' + files));
   return plan;
 }
 

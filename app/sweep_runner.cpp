@@ -53,7 +53,7 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
   std::set<RecordKey> finished;
   for (const auto& r : read_records(sum.records_path)) {
     if (r.value("scenario_hash", std::string()) != plan.scenario_hash)
-      throw ConfigError(sum.records_path, 0, 0, "", "holds records of a different scenario (or an edited one); use another --out directory");
+      throw ConfigError(sum.records_path, 0, 0, "", "holds records of a different scenario (or an edited one, or one whose topology file was edited); use another --out directory");
     // Another build may be another model: its records are not this build's results.
     if (const std::string b = r.value("vcpusim_build", std::string("(none)")); b != VCPUSIM_BUILD)
       throw ConfigError(sum.records_path, 0, 0, "vcpusim_build",

@@ -149,11 +149,17 @@ YamlReader YamlReader::load_file(const std::string& path) {
   if (!ec && std::filesystem::is_character_file(st)) throw ConfigError(path, 0, 0, "", "is a device, not a YAML file");
   if (!ec && std::filesystem::is_regular_file(st) && std::filesystem::file_size(path, ec) > kMaxBytes)
     throw ConfigError(path, 0, 0, "", "is larger than 64 MiB; no scenario is");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  // Read up to the same bound: a pipe has no size to ask for, and <(yes '#') was read until
+  // memory ran out (exit 2 saying the scenario was too large for the machine, or the OOM killer).
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) throw ConfigError(path, 0, 0, "", "is larger than 64 MiB; no scenario is");
+  }
+  return load_string(text, path);
 }
 
 namespace {
@@ -368,6 +374,20 @@ YamlReader YamlReader::load_string(const std::string& text, const std::string& n
   // says a scenario is not; such a file ran, and a bad surrogate in it named its field U+FFFD.
   if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0 || text.find('\0') != std::string::npos)
     throw ConfigError(name, 0, 0, "", "is not UTF-8 text (a UTF-16 or UTF-32 byte-order mark or a NUL byte); save it as UTF-8");
+  // yaml-cpp ends lines at LF (CRLF included) but not at a carriage return alone (classic Mac OS
+  // line ends, or one stray in an edited file): `# note\rduration: 50ms` was one comment, and the
+  // run took the default 10s in silence; `duration: 50ms\r` at the end was "got '50ms'".
+  for (std::size_t i = text.find('\r'); i != std::string::npos; i = text.find('\r', i + 1)) {
+    if (i + 1 < text.size() && text[i + 1] == '\n') continue;
+    int line = 1, col = 1;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (text[j] == '\n') ++line, col = 1;
+      else if ((static_cast<unsigned char>(text[j]) & 0xC0) != 0x80) ++col;  // count characters, not bytes
+    }
+    throw ConfigError(name, line, col, "",
+                      "a carriage return not followed by a line feed: lines end in LF or CRLF; a lone CR ends "
+                      "no line here, so what follows it would be read as part of this line (in a comment, ignored)");
+  }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);

@@ -329,6 +329,29 @@ TEST(Reproduce, RowSetOfWhatNoRunReadsIsBlamedOnTheOption) {
             "scenario");
 }
 
+// The sweep reads a reproduction's scenario as its field `scenario`, so what its own checks find
+// is named under "scenario.", where a --set's path starts inside the scenario: a top-level key
+// made by --set foo=1 or --set sweep.x=[1], a --set name= or --set columns={}, and a --row-set
+// foo=1 were each blamed on the reproduction's file (scenario.foo, no line), as if the published
+// file were wrong.
+TEST(Reproduce, SetOrRowSetThatTheSweepsOwnChecksRefuseIsBlamedOnTheOption) {
+  const auto error_of_set = [](const std::string& set) {
+    return error_loading("coresched-sysbench", parse_command_line_sets("--set", {set}));
+  };
+  const std::string keys =
+      "unknown key (allowed here: name, seed, duration, warmup, repetitions, topology, host, guest, vms, baremetal, "
+      "sweep, columns)";
+  EXPECT_EQ(error_of_set("foo=1"), "<command line>: --set foo: " + keys);
+  EXPECT_EQ(error_of_set("name="), "<command line>: --set name: expected a string");
+  EXPECT_EQ(error_of_set("columns={}"), "<command line>: --set columns: columns: at least one column");
+  EXPECT_EQ(error_of_set("sweep.x=[1]"), "<command line>: --set sweep.x: " + keys +
+                                             " (from 'x', in the sweep's run {\"case\":\"Alone\",\"x\":1}, column "
+                                             "no-tag) (at sweep.x[0])");
+  EXPECT_EQ(error_of_row_set("foo", "1"),
+            "<command line>: --row-set 'Alone' foo: " + keys + " (from 'foo', in the sweep's run {\"case\":\"Alone\"}, "
+            "column no-tag)");
+}
+
 // Rows swept as {values: [...], paths: [...]} are values: --row-set offered `values` and
 // `paths` as the rows, and --row-set values ... broke the sweep with no line.
 TEST(Reproduce, RowSetOnRowsOfAValuesAndPathsAxisIsRefusedAsOnValues) {

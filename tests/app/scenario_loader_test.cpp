@@ -486,6 +486,21 @@ TEST(ScenarioLoader, ControlCharactersAndBadBytesInCommentsAreErrors) {
   EXPECT_EQ(test::error_of(kOneVm + "# nel \xc2\x85 and \xc2\xa0\n"), "no error");
 }
 
+// yaml-cpp ends a line at LF or CRLF only: a lone CR (classic Mac OS line ends, or one left by an
+// edit) did not, so `duration: 50ms` after `# short\r` was part of the comment and the run took
+// the default 10s, exit 0; at the end of a value, '50ms\r' was refused as "got '50ms'".
+TEST(ScenarioLoader, ACarriageReturnWithoutALineFeedIsRefusedAtItsLine) {
+  const std::string what =
+      "a carriage return not followed by a line feed: lines end in LF or CRLF; a lone CR ends no line here, so what "
+      "follows it would be read as part of this line (in a comment, ignored)";
+  EXPECT_EQ(test::error_of(kOneVm + "# short\rduration: 50ms\n"), "t.yaml:4:8: " + what);
+  EXPECT_EQ(test::error_of("duration: 50ms\r" + kOneVm), "t.yaml:1:15: " + what);
+  EXPECT_EQ(test::error_of(kOneVm + "duration: 50ms\r"), "t.yaml:4:15: " + what);
+  std::string crlf;  // Windows line ends are fine
+  for (const char c : kOneVm + "# a comment\nduration: 50ms\n") crlf += c == '\n' ? std::string("\r\n") : std::string{c};
+  EXPECT_EQ(test::error_of(crlf), "no error");
+}
+
 // A tag was kept by yaml-cpp and ignored by every reader: `!include f.yaml` loaded as the text.
 TEST(ScenarioLoader, YamlTagsAreRefused) {
   EXPECT_EQ(test::error_of("name: !include other.yaml\n" + kOneVm),
