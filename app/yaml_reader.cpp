@@ -98,23 +98,32 @@ std::optional<sim::Duration> parse_duration(std::string_view text) {
 
 std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   auto [num, unit] = split_unit(text);
+  std::uint64_t scale;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "KiB") scale = 1ull << 10;
+  else if (unit == "MiB") scale = 1ull << 20;
+  else if (unit == "GiB") scale = 1ull << 30;
+  else if (unit == "TiB") scale = 1ull << 40;
+  else if (unit == "KB" || unit == "kB") scale = 1'000;
+  else if (unit == "MB") scale = 1'000'000;
+  else if (unit == "GB") scale = 1'000'000'000;
+  else if (unit == "TB") scale = 1'000'000'000'000;
+  else return std::nullopt;
+  constexpr std::uint64_t kLimit = 1ull << 63;  // 8 EiB: sizes are below it
+  // Digits alone are counted exactly: through a double, a size past 2^53 bytes was rounded
+  // (9007199254740993B became ...992) and 2^63 - 1 was refused as not below 8 EiB.
+  if (!num.empty() && std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    std::uint64_t n = 0;
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (ec != std::errc() || p != num.data() + num.size() || n > (kLimit - 1) / scale) return std::nullopt;
+    return n * scale;
+  }
   auto v = parse_number(num);
   if (!v || *v < 0) return std::nullopt;
-  double scale;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KiB") scale = 1024.0;
-  else if (unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "KB" || unit == "kB") scale = 1e3;
-  else if (unit == "MB") scale = 1e6;
-  else if (unit == "GB") scale = 1e9;
-  else if (unit == "TB") scale = 1e12;
-  else return std::nullopt;
-  const double bytes = *v * scale;
-  if (bytes > 9.2e18) return std::nullopt;  // llround's range; no machine has 8 EiB
+  const double bytes = *v * static_cast<double>(scale);
+  if (bytes >= static_cast<double>(kLimit)) return std::nullopt;
   if (bytes != std::floor(bytes)) return std::nullopt;  // 0.5B was taken (and rounded)
-  return static_cast<std::uint64_t>(std::llround(bytes));
+  return static_cast<std::uint64_t>(bytes);  // a whole double below 2^63: exact
 }
 
 std::string out_of_range(std::int64_t v, std::int64_t lo, std::int64_t hi) {

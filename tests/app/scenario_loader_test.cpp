@@ -192,6 +192,15 @@ TEST(ScenarioLoader, DurationsAndSizesParse) {
   EXPECT_EQ(parse_bytes("4KiB"), 4096ull);
   EXPECT_EQ(parse_bytes("2GB"), 2000000000ull);
   EXPECT_FALSE(parse_bytes("1 potato"));
+  // Whole numbers are exact up to 8 EiB, not rounded through a double past 2^53.
+  EXPECT_EQ(parse_bytes("9007199254740993B"), 9007199254740993ull);
+  EXPECT_EQ(parse_bytes("9223372036854775807"), 9223372036854775807ull);
+  EXPECT_FALSE(parse_bytes("9223372036854775808"));
+  EXPECT_EQ(parse_bytes("8388607TiB"), 8388607ull << 40);
+  EXPECT_FALSE(parse_bytes("8388608TiB"));  // 8 EiB itself
+  EXPECT_FALSE(parse_bytes("99999999999999999999999B"));
+  EXPECT_EQ(parse_bytes("1.5KiB"), 1536ull);
+  EXPECT_FALSE(parse_bytes("8e18KB"));
 }
 
 }  // namespace vcpusim::app
