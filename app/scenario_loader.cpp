@@ -467,13 +467,14 @@ void read_ple(const YamlReader& h, const std::string& policy, hv::PleParams& p) 
   if (p.max < p.window) r.at("max").fail("ple max (" + std::to_string(p.max) + ") is below the window (" +
                                          std::to_string(p.window) + ")");
   p.tsc_ghz = r.get_double("tsc_ghz", p.tsc_ghz, 0.1, 10.0);
-  p.exit_cost = r.get_duration("exit_cost", p.exit_cost, 0, sim::ms(1));
   // A spinner exits once a window and pays exit_cost each time: with a 1-cycle window (0.4 ns, so
   // 0 on the clock) and a free exit, time stood still while exits piled up (a fuzzed file ran
   // out of memory). No VM exit and entry costs less than 100 ns (the reference note's 1.3 gives
-  // 0.4-1.5 us), which bounds a spinner to 10 M exits a simulated second.
-  if (p.exit_cost < sim::ns(100))
+  // 0.4-1.5 us), which bounds a spinner to 10 M exits a simulated second. The floor is checked
+  // first, with its reason; the range then names the same floor (it said [0ns, 1ms]).
+  if (r.has("exit_cost") && r.at("exit_cost").as_duration() < sim::ns(100))
     r.at("exit_cost").fail("is at least 100ns: no VM exit and entry is cheaper (0.4-1.5 us measured)");
+  p.exit_cost = r.get_duration("exit_cost", p.exit_cost, sim::ns(100), sim::ms(1));
   if (r.has("flavour"))
     p.flavour = r.get_enum("flavour", "kvm", {"kvm", "xen"}) == "xen" ? hv::PleFlavour::kXen : hv::PleFlavour::kKvm;
   p.scan = r.get_enum("scan", "3.10", {"3.10", "5.10"}) == "5.10" ? hv::PleScan::kLinux510 : hv::PleScan::kLinux310;

@@ -292,6 +292,12 @@ TEST(ScenarioLoader, HostPleKeys) {
   // A free exit with a 1-cycle window made a spinner exit in a loop at one instant.
   EXPECT_EQ(test::error_of("topology: one-core-ht\nhost: {ple: {enabled: true, window: 1, exit_cost: 0}}\n" + vms),
             "t.yaml:2:51: host.ple.exit_cost: is at least 100ns: no VM exit and entry is cheaper (0.4-1.5 us measured)");
+  // A negative cost was "out of range [0ns, 1ms]", which 50ns is in: every message names one floor.
+  EXPECT_EQ(test::error_of("topology: one-core-ht\nhost: {ple: {enabled: true, exit_cost: -1ns}}\n" + vms),
+            "t.yaml:2:40: host.ple.exit_cost: is at least 100ns: no VM exit and entry is cheaper (0.4-1.5 us measured)");
+  EXPECT_NE(test::error_of("topology: one-core-ht\nhost: {ple: {enabled: true, exit_cost: 2ms}}\n" + vms)
+                .find("host.ple.exit_cost: '2ms' is out of range [100ns, 1ms]"),
+            std::string::npos);
 }
 
 // host.halt_poll: the kvm module defaults when only `enabled` is given, every key read, a KVM
