@@ -1706,6 +1706,29 @@ TEST(CliShard, AResumeRefusesIndicesThatDisagreeWithTheirLabels) {
   EXPECT_NE(fine.output.find("3 records written, 9 already present"), std::string::npos) << fine.output;
 }
 
+// A scenario without `name:` is named after its file, and its hash is of the document alone: shards
+// run from copies of one file under two names are one sweep whose records carry two names, which
+// merge and compare take as one (records differing only in `scenario` are not refused).
+TEST(CliShard, ShardsRunFromCopiesOfOneFileUnderTwoNamesAreOneSweep) {
+  const std::string doc = kSweep.substr(kSweep.find('\n') + 1);  // without "name: sw"
+  ASSERT_EQ(doc.rfind("duration:", 0), 0u) << doc;
+  const std::string l = write_temp("copy-left.yaml", doc), r = write_temp("copy-right.yaml", doc);
+  const std::string a = fresh_dir("copy-a"), b = fresh_dir("copy-b"), m = fresh_dir("copy-m");
+  ASSERT_EQ(run("sweep " + l + " --out " + a + " --shard 1/2").status, 0);
+  ASSERT_EQ(run("sweep " + r + " --out " + b + " --shard 2/2").status, 0);
+  EXPECT_NE(canonical_records(a).find("\"scenario\":\"copy-left\""), std::string::npos);
+  EXPECT_NE(canonical_records(b).find("\"scenario\":\"copy-right\""), std::string::npos);
+  const Outcome merged = run("merge --out " + m + " " + a + " " + b);
+  EXPECT_EQ(merged.status, 0) << merged.output;
+  EXPECT_NE(merged.output.find("0 of 12 tasks missing"), std::string::npos) << merged.output;
+  const Outcome table = run("compare " + m);
+  EXPECT_EQ(table.status, 0) << table.output;
+  EXPECT_EQ(table.output.rfind("# copy-left: ", 0), 0u) << table.output;
+  const Outcome resumed = run("sweep " + r + " --out " + a);
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("6 records written, 6 already present"), std::string::npos) << resumed.output;
+}
+
 // A run repeated with its point written {"vms.web.count":3.0} (a tool that rewrites every number
 // as a float) went into the row of 3 a second time: compare counted its sample twice, exit 0,
 // and merge kept both. It is the same run, kept once, as a line repeated as it was.
