@@ -51,8 +51,9 @@ struct SweepWork {
   std::vector<std::size_t> todo;       ///< task indices (run * repetitions + repetition), max_records applied
 };
 
-/// Creates the output directory, reads the finished records (refusing another scenario's,
-/// a ConfigError) and lists the tasks left for shard `options.shard` of `options.shards`.
+/// Creates the output directory, reads the finished records (refusing another scenario's, or
+/// ones whose column_index or point_index disagree with their labels or the plan: a ConfigError)
+/// and lists the tasks left for shard `options.shard` of `options.shards`.
 SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& options);
 
 /// Loads (and so validates) the scenario of every run of the plan.

@@ -1654,6 +1654,81 @@ TEST(CliShard, PointIndicesThatDisagreeWithTheirPointsAreRefused) {
   EXPECT_EQ(run("compare " + a).status, 0);
 }
 
+// A resume counted a record as finished whatever its column_index and point_index said: a record
+// of noHT carrying HT's index, or of point 1 carrying point 6's, was skipped, exit 0, and the
+// resumed file was one compare, plot and merge refused. A record whose index is not the one the
+// scenario gives its label (every HT record with noHT's index, which compare alone cannot tell)
+// made the resume append records that then disagreed with it.
+TEST(CliShard, AResumeRefusesIndicesThatDisagreeWithTheirLabels) {
+  const std::string f = write_temp("ri.yaml", kSweep), a = fresh_dir("ri-a");
+  ASSERT_EQ(run("sweep " + f + " --out " + a + " --max-records 9").status, 0);  // 6 HT, 3 noHT
+  std::ifstream in(a + "/records.jsonl");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  const auto resume_edited = [&](const std::string& column, const std::string& field, const std::string& index) {
+    const std::string d = fresh_dir("ri-" + column + "-" + field + "-" + index);
+    std::filesystem::create_directories(d);
+    std::ofstream out(d + "/records.jsonl");
+    bool done = false;
+    for (std::string l : lines) {
+      const auto at = l.find("\"" + field + "\":");
+      if (!done && l.find("\"column\":\"" + column + "\"") != std::string::npos && at != std::string::npos) {
+        l.replace(at, l.find_first_of(",}", at) - at, "\"" + field + "\":" + index);
+        done = true;
+      }
+      out << l << "\n";
+    }
+    out.close();
+    EXPECT_TRUE(done) << column << " " << field;
+    const Outcome o = run("sweep " + f + " --out " + d);
+    EXPECT_EQ(count_lines(d + "/records.jsonl"), 9u) << o.output;  // nothing appended
+    return o;
+  };
+  const Outcome moved = resume_edited("noHT", "column_index", "0");
+  EXPECT_EQ(moved.status, 2) << moved.output;
+  EXPECT_NE(moved.output.find("records.jsonl: column_index: column_index 0 is column 'noHT' here and 'HT' in " + f +
+                              "; one sweep gives each column its own index"),
+            std::string::npos)
+      << moved.output;
+  const Outcome swapped = resume_edited("HT", "column_index", "1");
+  EXPECT_EQ(swapped.status, 2) << swapped.output;
+  EXPECT_NE(swapped.output.find("records.jsonl: column_index: column_index 1 is column 'HT' here and 'noHT' in "),
+            std::string::npos)
+      << swapped.output;
+  const Outcome point = resume_edited("noHT", "point_index", "2");
+  EXPECT_EQ(point.status, 2) << point.output;
+  EXPECT_NE(point.output.find("records.jsonl: point_index: point_index 2 is point {vms.web.count=1} here and "
+                              "{vms.web.count=6} in "),
+            std::string::npos)
+      << point.output;
+  const Outcome fine = run("sweep " + f + " --out " + a);
+  EXPECT_EQ(fine.status, 0) << fine.output;
+  EXPECT_NE(fine.output.find("3 records written, 9 already present"), std::string::npos) << fine.output;
+}
+
+// A scenario without `name:` is named after its file, and its hash is of the document alone: shards
+// run from copies of one file under two names are one sweep whose records carry two names, which
+// merge and compare take as one (records differing only in `scenario` are not refused).
+TEST(CliShard, ShardsRunFromCopiesOfOneFileUnderTwoNamesAreOneSweep) {
+  const std::string doc = kSweep.substr(kSweep.find('\n') + 1);  // without "name: sw"
+  ASSERT_EQ(doc.rfind("duration:", 0), 0u) << doc;
+  const std::string l = write_temp("copy-left.yaml", doc), r = write_temp("copy-right.yaml", doc);
+  const std::string a = fresh_dir("copy-a"), b = fresh_dir("copy-b"), m = fresh_dir("copy-m");
+  ASSERT_EQ(run("sweep " + l + " --out " + a + " --shard 1/2").status, 0);
+  ASSERT_EQ(run("sweep " + r + " --out " + b + " --shard 2/2").status, 0);
+  EXPECT_NE(canonical_records(a).find("\"scenario\":\"copy-left\""), std::string::npos);
+  EXPECT_NE(canonical_records(b).find("\"scenario\":\"copy-right\""), std::string::npos);
+  const Outcome merged = run("merge --out " + m + " " + a + " " + b);
+  EXPECT_EQ(merged.status, 0) << merged.output;
+  EXPECT_NE(merged.output.find("0 of 12 tasks missing"), std::string::npos) << merged.output;
+  const Outcome table = run("compare " + m);
+  EXPECT_EQ(table.status, 0) << table.output;
+  EXPECT_EQ(table.output.rfind("# copy-left: ", 0), 0u) << table.output;
+  const Outcome resumed = run("sweep " + r + " --out " + a);
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("6 records written, 6 already present"), std::string::npos) << resumed.output;
+}
+
 // A run repeated with its point written {"vms.web.count":3.0} (a tool that rewrites every number
 // as a float) went into the row of 3 a second time: compare counted its sample twice, exit 0,
 // and merge kept both. It is the same run, kept once, as a line repeated as it was.
