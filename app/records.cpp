@@ -270,17 +270,19 @@ std::string records_file_of(const std::string& d) {
 // "<records>"). Points are told apart as tables print them (2 and 2.0 are one row).
 void SweepIndices::OneToOne::check(const std::string& label, std::uint64_t index, const std::string& path) {
   const std::string shown = quote_ ? "'" + label + "'" : label;
+  // Within one file "here and 5 in records.jsonl" named the same file twice, as if it were two.
+  auto in = [&](const std::string& other) { return other == path ? std::string("in another record of this file") : "in " + other; };
   const auto [li, fresh_index] = label_of_.try_emplace(index, label, path);
   if (!fresh_index && li->second.first != label)
     throw ConfigError(path, 0, 0, field_,
                       field_ + " " + std::to_string(index) + " is " + noun_ + " " + shown + " here and " +
-                          (quote_ ? "'" + li->second.first + "'" : li->second.first) + " in " + li->second.second +
+                          (quote_ ? "'" + li->second.first + "'" : li->second.first) + " " + in(li->second.second) +
                           "; one sweep gives each " + noun_ + " its own index");
   const auto [il, fresh_label] = index_of_.try_emplace(label, index, path);
   if (!fresh_label && il->second.first != index)
     throw ConfigError(path, 0, 0, field_,
                       noun_ + " " + shown + " has " + field_ + " " + std::to_string(index) + " here and " +
-                          std::to_string(il->second.first) + " in " + il->second.second + "; one sweep gives each " +
+                          std::to_string(il->second.first) + " " + in(il->second.second) + "; one sweep gives each " +
                           noun_ + " one index");
 }
 
