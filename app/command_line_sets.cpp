@@ -55,6 +55,19 @@ std::vector<CommandLineSet> parse_command_line_sets(const std::string& option, c
   return out;
 }
 
+namespace {
+
+// Applies one set to `doc` (one batch's copies shared) and gives the field it set, as
+// override_field names it in the document the sets before it left: the one resolution that
+// applying and blaming both use.
+std::string apply_set(YAML::Node doc, const CommandLineSet& s, OverrideCopies& copies) {
+  std::string field;
+  apply_override(doc, s.path, s.value, YamlReader(s.value, "<command line>", s.option + " " + s.path), &copies, &field);
+  return field;
+}
+
+}  // namespace
+
 YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<CommandLineSet>& sets) {
   if (sets.empty()) return root;
   // A set of a field that an earlier set's field lies within (the same field spelt another way,
@@ -75,9 +88,7 @@ YamlReader apply_command_line_sets(const YamlReader& root, const std::vector<Com
   std::map<std::string, std::size_t> earlier_fields;
   for (std::size_t j = 0; j < sets.size(); ++j) {
     const CommandLineSet& s = sets[j];
-    fields.emplace_back();
-    apply_override(doc, s.path, s.value, YamlReader(s.value, "<command line>", s.option + " " + s.path), &copies,
-                   &fields.back());
+    fields.push_back(apply_set(doc, s, copies));
     const std::string& later = fields[j];
     std::size_t first = j;  // the earliest set whose field lies within `later`
     if (later.empty()) {
@@ -148,8 +159,7 @@ ConfigError blame_command_line_sets(const std::vector<CommandLineSet>& sets, con
       std::string field;
       if (applying) {
         try {
-          apply_override(doc, s.path, s.value, YamlReader(s.value, "<command line>", s.option + " " + s.path), &copies,
-                         &field);
+          field = apply_set(doc, s, copies);
         } catch (const ConfigError&) {
           applying = false;
         }
