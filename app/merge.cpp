@@ -19,7 +19,7 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
   SweptFields fields;
   SweepIndices indices;  // compare, plot and a resume refused the merged file: which input was it?
   std::map<RecordKey, nlohmann::json> kept;
-  std::map<RecordKey, std::string> kept_from;  // the file each kept record came from
+  std::map<RecordKey, RecordPlace> kept_from;  // where each kept record came from
   std::set<std::size_t> seen_tasks;
   // The merged file replaces DIR/records.jsonl whole: records already there were lost without a
   // word when they were another sweep's. They are read as one more input instead, so a merge
@@ -33,20 +33,24 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
   for (const std::string& in : all_inputs) {
     const std::string path = records_file_of(in);
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
-    for (auto& r : read_records(path)) {
-      one.check(r, path);
-      fields.check(r, path);  // a merged file of two field sets was refused by every reader
-      indices.check(r, path);
+    std::vector<int> lines;
+    std::vector<nlohmann::json> records = read_records(path, &lines);
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      nlohmann::json& r = records[i];
+      const RecordPlace place{path, lines[i]};
+      one.check(r, place);
+      fields.check(r, place);  // a merged file of two field sets was refused by every reader
+      indices.check(r, place);
       // read_records bounds both by kMaxSweepRuns and a task_index by its tasks_total, at their line.
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, r.at("tasks_total").get<std::size_t>());
       if (r.contains("task_index")) seen_tasks.insert(r.at("task_index").get<std::size_t>());
       const RecordKey k = table_key_of(r);  // {"x": 2} and {"x": 2.0} are one run, as compare reads them
       if (const auto it = kept.find(k); it != kept.end()) {
-        check_same_run(it->second, kept_from.at(k), r, path);
+        check_same_run(it->second, kept_from.at(k), r, place);
         ++rep.duplicates;
         continue;
       }
-      kept_from.emplace(k, path);
+      kept_from.emplace(k, place);
       kept.emplace(k, std::move(r));
     }
   }

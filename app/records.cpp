@@ -31,15 +31,32 @@ std::string point_fields(const nlohmann::json& point) {
   return fields;
 }
 
-void SweptFields::check(const nlohmann::json& r, const std::string& path) {
+std::string RecordPlace::named_from(const RecordPlace& here) const {
+  // Within one file "in records.jsonl" named the same file twice, as if it were two.
+  const std::string of = file == here.file ? std::string("this file") : file;
+  if (line > 0) return "at line " + std::to_string(line) + " of " + of;
+  return file == here.file ? std::string("in another record of this file") : "in " + file;
+}
+
+namespace {
+
+// A cross-record error at the record it is about: its line, when it has one.
+ConfigError error_at(const RecordPlace& at, const std::string& field, const std::string& what) {
+  return ConfigError(at.file, at.line, at.line > 0 ? 1 : 0, field, what);
+}
+
+}  // namespace
+
+void SweptFields::check(const nlohmann::json& r, const RecordPlace& at) {
   const std::string fields = point_fields(r.at("point"));
-  if (from_.empty()) {
+  if (first_) {
+    first_ = false;
     fields_ = fields;
-    from_ = path;
+    from_ = at;
   } else if (fields != fields_) {
-    throw ConfigError(path, 0, 0, "point",
-                      "swept fields (" + fields + ") differ from those of " + from_ + " (" + fields_ +
-                          "): one sweep's points all name the same fields");
+    throw error_at(at, "point",
+                   "swept fields (" + fields + ") differ from those " + from_.named_from(at) + " (" + fields_ +
+                       "): one sweep's points all name the same fields");
   }
 }
 
@@ -54,14 +71,14 @@ RecordKey table_key_of(const nlohmann::json& r) {
   return {column, point_label(r.at("point")), repetition};
 }
 
-void check_same_run(const nlohmann::json& kept, const std::string& kept_from, const nlohmann::json& again,
-                    const std::string& path) {
+void check_same_run(const nlohmann::json& kept, const RecordPlace& kept_from, const nlohmann::json& again,
+                    const RecordPlace& at) {
   for (const char* field : {"seed", "metrics"})
     if (kept.value(field, nlohmann::json()) != again.value(field, nlohmann::json())) {
       const auto& [column, point, repetition] = key_of(again);
-      throw ConfigError(path, 0, 0, field,
+      throw error_at(at, field,
                         "the run of point " + point + ", column '" + column + "', repetition " +
-                            std::to_string(repetition) + " is also in " + kept_from + " with another " + field +
+                            std::to_string(repetition) + " is also " + kept_from.named_from(at) + " with another " + field +
                             ": two different runs under one name (an edited or mixed file); refusing to drop one");
     }
 }
@@ -94,8 +111,9 @@ nlohmann::json parse_record_line(const std::string& line) {
 
 }  // namespace
 
-std::vector<nlohmann::json> read_records(const std::string& path) {
+std::vector<nlohmann::json> read_records(const std::string& path, std::vector<int>* lines) {
   std::vector<nlohmann::json> out;
+  if (lines) lines->clear();
   // Records are files sweeps wrote: a device (/dev/zero was read for seconds, then "0 records")
   // or a directory is not one.
   std::error_code ec;
@@ -228,25 +246,27 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
                         "swept fields (" + fields + ") differ from line " + std::to_string(first_line) + "'s (" +
                             first_fields + "): one sweep's points all name the same fields");
     }
+    if (lines) lines->push_back(lineno);
   }
   return out;
 }
 
-void OneSweep::check(const nlohmann::json& r, const std::string& path) {
+void OneSweep::check(const nlohmann::json& r, const RecordPlace& at) {
   const std::string h = r.value("scenario_hash", std::string());
   const std::string b = r.value("vcpusim_build", std::string("(none)"));
   if (first_) {
     first_ = false;
     hash_ = h;
-    hash_from_ = path;
+    first_from_ = at;
     build_ = b;
   } else if (h != hash_) {
-    throw ConfigError(path, 0, 0, "scenario_hash",
-                      "records of a different scenario than " + hash_from_ + " (" + h + " vs " + hash_ + "); refusing to " + command_);
+    throw error_at(at, "scenario_hash",
+                   "a record of a different scenario than the record " + first_from_.named_from(at) + " (" + h + " vs " + hash_ +
+                       "); refusing to " + command_);
   } else if (b != build_) {  // shards of one sweep run by different builds mix two models
-    throw ConfigError(path, 0, 0, "vcpusim_build",
-                      "records of vcpusim build " + b + ", those of " + hash_from_ + " are of build " + build_ + "; refusing to " +
-                          command_);
+    throw error_at(at, "vcpusim_build",
+                   "a record of vcpusim build " + b + ", where the record " + first_from_.named_from(at) + " is of build " + build_ +
+                       "; refusing to " + command_);
   }
 }
 
@@ -268,28 +288,26 @@ std::string records_file_of(const std::string& d) {
 // 4 carrying point 2's index made the rows of 4 vanish from the table (exit 0). Checked as each
 // record is read, so that the message names the file (a check after the read could only say
 // "<records>"). Points are told apart as tables print them (2 and 2.0 are one row).
-void SweepIndices::OneToOne::check(const std::string& label, std::uint64_t index, const std::string& path) {
+void SweepIndices::OneToOne::check(const std::string& label, std::uint64_t index, const RecordPlace& at) {
   const std::string shown = quote_ ? "'" + label + "'" : label;
-  // Within one file "here and 5 in records.jsonl" named the same file twice, as if it were two.
-  auto in = [&](const std::string& other) { return other == path ? std::string("in another record of this file") : "in " + other; };
-  const auto [li, fresh_index] = label_of_.try_emplace(index, label, path);
+  const auto [li, fresh_index] = label_of_.try_emplace(index, label, at);
   if (!fresh_index && li->second.first != label)
-    throw ConfigError(path, 0, 0, field_,
+    throw error_at(at, field_,
                       field_ + " " + std::to_string(index) + " is " + noun_ + " " + shown + " here and " +
-                          (quote_ ? "'" + li->second.first + "'" : li->second.first) + " " + in(li->second.second) +
+                          (quote_ ? "'" + li->second.first + "'" : li->second.first) + " " + li->second.second.named_from(at) +
                           "; one sweep gives each " + noun_ + " its own index");
-  const auto [il, fresh_label] = index_of_.try_emplace(label, index, path);
+  const auto [il, fresh_label] = index_of_.try_emplace(label, index, at);
   if (!fresh_label && il->second.first != index)
-    throw ConfigError(path, 0, 0, field_,
+    throw error_at(at, field_,
                       noun_ + " " + shown + " has " + field_ + " " + std::to_string(index) + " here and " +
-                          std::to_string(il->second.first) + " " + in(il->second.second) + "; one sweep gives each " +
+                          std::to_string(il->second.first) + " " + il->second.second.named_from(at) + "; one sweep gives each " +
                           noun_ + " one index");
 }
 
-void SweepIndices::check(const nlohmann::json& record, const std::string& path) {
+void SweepIndices::check(const nlohmann::json& record, const RecordPlace& at) {
   const auto& c = record.at("column");
-  columns_.check(c.is_null() ? "" : c.get<std::string>(), record.value("column_index", std::uint64_t{0}), path);
-  points_.check(point_label(record.at("point")), record.value("point_index", std::uint64_t{0}), path);
+  columns_.check(c.is_null() ? "" : c.get<std::string>(), record.value("column_index", std::uint64_t{0}), at);
+  points_.check(point_label(record.at("point")), record.value("point_index", std::uint64_t{0}), at);
 }
 
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
@@ -297,7 +315,7 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
   OneSweep one(command);
   SweptFields fields;
   std::string paths;
-  std::map<RecordKey, std::pair<std::size_t, std::string>> seen;  // key -> index in all, its file
+  std::map<RecordKey, std::pair<std::size_t, RecordPlace>> seen;  // key -> index in all, its place
   SweepIndices indices;
   std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -311,19 +329,23 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
                           "'" + in + "' and '" + inputs[j] + "' are one sweep output given twice: its records would be counted twice");
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
     paths += (paths.empty() ? "" : ", ") + path;
-    for (auto& r : read_records(path)) {
-      one.check(r, path);
+    std::vector<int> lines;
+    std::vector<nlohmann::json> records = read_records(path, &lines);
+    for (std::size_t k = 0; k < records.size(); ++k) {
+      nlohmann::json& r = records[k];
+      const RecordPlace place{path, lines[k]};
+      one.check(r, place);
       // read_records checks this within a file; across files a point without the field a table
       // is by ended compare and plot with "key 'x' not found" (exit 1).
-      fields.check(r, path);
-      indices.check(r, path);
+      fields.check(r, place);
+      indices.check(r, place);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
       // the same sample twice shrank the stddevs. Kept once, as merge keeps it; its point is
       // read as the table prints it, since {"x": 2} and {"x": 2.0} (a file rewritten by a tool
       // that writes every number as a float) went into one row twice.
-      const auto [at, fresh] = seen.try_emplace(table_key_of(r), all.size(), path);
+      const auto [at, fresh] = seen.try_emplace(table_key_of(r), all.size(), place);
       if (!fresh) {
-        check_same_run(all[at->second.first], at->second.second, r, path);
+        check_same_run(all[at->second.first], at->second.second, r, place);
         ++duplicates;
         continue;
       }

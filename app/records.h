@@ -29,22 +29,35 @@ RecordKey key_of(const nlohmann::json& record);
 /// The swept fields a record's point names ("a, b"), as read_records compares them.
 std::string point_fields(const nlohmann::json& point);
 
+/// Where a record was read: its file and line (line 0 for one that is no line of a file, such
+/// as the runs a scenario plans). The checks across records name both places, so that a user
+/// can open the two lines that disagree.
+struct RecordPlace {
+  std::string file;
+  int line = 0;
+  /// This place as a message about the record at `here` names it: "at line 3 of F", "at line 3
+  /// of this file" (here's file), or "in F" when it has no line.
+  std::string named_from(const RecordPlace& here) const;
+};
+
 /// Checks that every record given to it, from any file, names the same swept fields; else a
-/// ConfigError naming `path`. (read_records checks this within one file.)
+/// ConfigError naming `at` and the first record's place. (read_records checks this within one file.)
 class SweptFields {
  public:
-  void check(const nlohmann::json& record, const std::string& path);
+  void check(const nlohmann::json& record, const RecordPlace& at);
 
  private:
-  std::string fields_, from_;
+  std::string fields_;
+  RecordPlace from_;
+  bool first_ = true;
 };
 
 /// Checks that the records given to it, from any file, give each column one column_index and each
 /// index one column, and each point (as tables print it) one point_index and each index one
-/// point; else a ConfigError naming `path` and the file of the other record.
+/// point; else a ConfigError naming `at` and the place of the other record.
 class SweepIndices {
  public:
-  void check(const nlohmann::json& record, const std::string& path);
+  void check(const nlohmann::json& record, const RecordPlace& at);
 
  private:
   class OneToOne {
@@ -53,13 +66,13 @@ class SweepIndices {
     /// ("column", "point"); `quote`: whether a label is quoted in them.
     OneToOne(std::string field, std::string noun, bool quote)
         : field_(std::move(field)), noun_(std::move(noun)), quote_(quote) {}
-    void check(const std::string& label, std::uint64_t index, const std::string& path);
+    void check(const std::string& label, std::uint64_t index, const RecordPlace& at);
 
    private:
     std::string field_, noun_;
     bool quote_;
-    std::map<std::uint64_t, std::pair<std::string, std::string>> label_of_;  // index -> label, its file
-    std::map<std::string, std::pair<std::uint64_t, std::string>> index_of_;  // label -> index, its file
+    std::map<std::uint64_t, std::pair<std::string, RecordPlace>> label_of_;  // index -> label, its first place
+    std::map<std::string, std::pair<std::uint64_t, RecordPlace>> index_of_;  // label -> index, its first place
   };
   OneToOne columns_{"column_index", "column", true}, points_{"point_index", "point", false};
 };
@@ -70,15 +83,16 @@ std::string point_label(const nlohmann::json& point);
 /// key_of with the point as tables print it: the identity compare, plot and merge count by.
 RecordKey table_key_of(const nlohmann::json& record);
 
-/// A record whose key another record of `kept_from` already holds is a copy of the same run
+/// A record whose key the record at `kept_from` already holds is a copy of the same run
 /// (overlapping shards, a repeated line) only if its seed and metrics are the same; else one of
-/// two different runs would be dropped, so this throws ConfigError naming `path`.
-void check_same_run(const nlohmann::json& kept, const std::string& kept_from, const nlohmann::json& again,
-                    const std::string& path);
+/// two different runs would be dropped, so this throws ConfigError naming `at` and `kept_from`.
+void check_same_run(const nlohmann::json& kept, const RecordPlace& kept_from, const nlohmann::json& again,
+                    const RecordPlace& at);
 
 /// Reads every complete record of a records.jsonl (a torn last line, from a killed run, is
-/// ignored). Throws ConfigError for a malformed complete line.
-std::vector<nlohmann::json> read_records(const std::string& path);
+/// ignored). Throws ConfigError for a malformed complete line. With `lines`, it also gives each
+/// record's line number (1-based, blank lines counted), in the same order.
+std::vector<nlohmann::json> read_records(const std::string& path, std::vector<int>* lines = nullptr);
 
 /// Checks that records are of one sweep: the scenario_hash and vcpusim_build of the first one
 /// checked. Records of two scenarios (or of two builds, maybe two models) were mixed without a
@@ -87,11 +101,12 @@ class OneSweep {
  public:
   /// `command` ("merge", "compare") ends the message: "refusing to merge".
   explicit OneSweep(std::string command) : command_(std::move(command)) {}
-  /// ConfigError naming `path`, the file `record` is from, when it is another sweep's.
-  void check(const nlohmann::json& record, const std::string& path);
+  /// ConfigError naming `at`, where `record` is from, when it is another sweep's.
+  void check(const nlohmann::json& record, const RecordPlace& at);
 
  private:
-  std::string command_, hash_, hash_from_, build_;
+  std::string command_, hash_, build_;
+  RecordPlace first_from_;
   bool first_ = true;
 };
 

@@ -51,7 +51,8 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
   sum.records_path = (std::filesystem::path(o.out_dir) / "records.jsonl").string();
 
   std::set<RecordKey> finished;
-  const std::vector<nlohmann::json> records = read_records(sum.records_path);
+  std::vector<int> lines;
+  const std::vector<nlohmann::json> records = read_records(sum.records_path, &lines);
   // A record whose column_index or point_index disagrees with its label, or with the index this
   // plan gives that label, was counted as finished: the resume exited 0 over a file that compare,
   // plot and merge then refused. It is refused here as they refuse it (SweepIndices), the plan's
@@ -63,9 +64,11 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
                                   {"column_index", run.column_index},
                                   {"point", run.point},
                                   {"point_index", run.point_index}};
-      indices.check(as_record, plan.file);
+      indices.check(as_record, RecordPlace{plan.file, 0});
     }
-  for (const auto& r : records) {
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    const nlohmann::json& r = records[k];
+    const RecordPlace place{sum.records_path, lines[k]};
     if (r.value("scenario_hash", std::string()) != plan.scenario_hash)
       throw ConfigError(sum.records_path, 0, 0, "", "holds records of a different scenario (or an edited one, or one whose topology file was edited); use another --out directory");
     // Another build may be another model: its records are not this build's results.
@@ -73,7 +76,7 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
       throw ConfigError(sum.records_path, 0, 0, "vcpusim_build",
                         "holds records written by vcpusim build " + b + ", not by this one (" VCPUSIM_BUILD
                         "), whose model may give other figures; use another --out directory");
-    indices.check(r, sum.records_path);
+    indices.check(r, place);
     finished.insert(key_of(r));
   }
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {

@@ -973,7 +973,10 @@ TEST(CliSweep, RecordsOfAnotherBuildAreNeitherResumedNorMerged) {
       << resume.output;
   const Outcome merge = run("merge " + e + " " + d + " --out " + fresh_dir("build3"));
   EXPECT_EQ(merge.status, 2) << merge.output;
-  EXPECT_NE(merge.output.find("records of vcpusim build v0-other"), std::string::npos) << merge.output;
+  EXPECT_NE(merge.output.find(d + "/records.jsonl:1:1: vcpusim_build: a record of vcpusim build v0-other, where the record at "
+                              "line 1 of " + e + "/records.jsonl is of build " + build + "; refusing to merge"),
+            std::string::npos)
+      << merge.output;
 }
 
 TEST(CliSweep, BuildIdNamesTheCommitAndEachDistinctEditOfIt) {
@@ -1045,8 +1048,8 @@ TEST(CliSweep, CompareRefusesRecordsOfTwoScenariosAsMergeDoes) {
   ASSERT_EQ(run("sweep " + write_temp("cmp-b.yaml", other) + " --out " + b + " --max-records 2").status, 0);
   const Outcome o = run("compare " + a + " " + b);
   EXPECT_EQ(o.status, 2) << o.output;
-  EXPECT_NE(o.output.find(b + "/records.jsonl: scenario_hash: records of a different scenario than " + a +
-                          "/records.jsonl ("),
+  EXPECT_NE(o.output.find(b + "/records.jsonl:1:1: scenario_hash: a record of a different scenario than the record at line 1 of " +
+                          a + "/records.jsonl ("),
             std::string::npos)
       << o.output;
   EXPECT_NE(o.output.find("; refusing to compare"), std::string::npos) << o.output;
@@ -1477,8 +1480,8 @@ TEST(CliShard, TwoDifferentRunsUnderOneKeyAreRefused) {
   for (const std::string& cmd : {"compare " + a + " " + b, "merge " + a + " " + b + " --out " + m}) {
     const Outcome o = run(cmd);
     EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
-    EXPECT_NE(o.output.find("clash-records.jsonl: seed: the run of point"), std::string::npos) << o.output;
-    EXPECT_NE(o.output.find("with another seed"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("clash-records.jsonl:1:1: seed: the run of point"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("is also at line 1 of " + a + "/records.jsonl with another seed"), std::string::npos) << o.output;
   }
   // The same line again is one run held twice, kept once.
   const std::string same = write_temp("same-records.jsonl", first + "\n");
@@ -1612,7 +1615,10 @@ TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
                                                          "merge --out " + fresh_dir("ci-m") + " "}) {
     const Outcome o = run(cmd + moved);
     EXPECT_EQ(o.status, 2) << cmd << o.output;
-    EXPECT_NE(o.output.find("ci-records.jsonl: column_index: column_index 0 is column 'noHT' here and 'HT' in "),
+    // Both records named at their lines: the edited noHT one and the first HT one before it.
+    EXPECT_NE(o.output.find("ci-records.jsonl:" + line_with(lines, "\"column\":\"noHT\"") +
+                            ":1: column_index: column_index 0 is column 'noHT' here and 'HT' at line " +
+                            line_with(lines, "\"column\":\"HT\"") + " of this file; one sweep gives each column its own index"),
               std::string::npos)
         << cmd << o.output;
   }
@@ -1621,8 +1627,9 @@ TEST(CliShard, ColumnIndicesThatDisagreeWithTheirLabelsAreRefused) {
   EXPECT_NE(str.output.find("column_index: \"1\" is not an index"), std::string::npos) << str.output;
   const Outcome two = run("compare " + edited("noHT", "7"));
   EXPECT_EQ(two.status, 2) << two.output;
-  EXPECT_NE(two.output.find("ci-records.jsonl: column_index: column 'noHT' has column_index 1 here and 7 in another "
-                            "record of this file; one sweep gives each column one index"),
+  EXPECT_NE(two.output.find("ci-records.jsonl:" + line_with(lines, "\"column\":\"noHT\"", 1) +
+                            ":1: column_index: column 'noHT' has column_index 1 here and 7 at line " +
+                            line_with(lines, "\"column\":\"noHT\"") + " of this file; one sweep gives each column one index"),
             std::string::npos)
       << two.output;
   EXPECT_EQ(run("compare " + a).status, 0);
@@ -1636,7 +1643,9 @@ TEST(CliShard, PointIndicesThatDisagreeWithTheirPointsAreRefused) {
   ASSERT_EQ(run("sweep " + f + " --out " + a).status, 0);
   std::ifstream in(a + "/records.jsonl");
   std::string all;
+  std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) {
+    lines.push_back(l);
     const auto at = l.find("\"point_index\":");
     if (l.find("\"point\":{\"vms.web.count\":6}") != std::string::npos && at != std::string::npos)
       l.replace(at, l.find_first_of(",}", at) - at, "\"point_index\":0");
@@ -1647,8 +1656,9 @@ TEST(CliShard, PointIndicesThatDisagreeWithTheirPointsAreRefused) {
                                                          "merge --out " + fresh_dir("pi-m") + " "}) {
     const Outcome o = run(cmd + moved);
     EXPECT_EQ(o.status, 2) << cmd << o.output;
-    EXPECT_NE(o.output.find("pi-records.jsonl: point_index: point_index 0 is point {vms.web.count=6} here and "
-                            "{vms.web.count=1} in "),
+    EXPECT_NE(o.output.find("pi-records.jsonl:" + line_with(lines, "\"point\":{\"vms.web.count\":6}") +
+                            ":1: point_index: point_index 0 is point {vms.web.count=6} here and {vms.web.count=1} at line " +
+                            line_with(lines, "\"point\":{\"vms.web.count\":1}") + " of this file"),
               std::string::npos)
         << cmd << o.output;
   }
@@ -1687,18 +1697,19 @@ TEST(CliShard, AResumeRefusesIndicesThatDisagreeWithTheirLabels) {
   };
   const Outcome moved = resume_edited("noHT", "column_index", "0");
   EXPECT_EQ(moved.status, 2) << moved.output;
-  EXPECT_NE(moved.output.find("records.jsonl: column_index: column_index 0 is column 'noHT' here and 'HT' in " + f +
+  const std::string noht = line_with(lines, "\"column\":\"noHT\""), ht = line_with(lines, "\"column\":\"HT\"");
+  EXPECT_NE(moved.output.find("records.jsonl:" + noht + ":1: column_index: column_index 0 is column 'noHT' here and 'HT' in " + f +
                               "; one sweep gives each column its own index"),
             std::string::npos)
       << moved.output;
   const Outcome swapped = resume_edited("HT", "column_index", "1");
   EXPECT_EQ(swapped.status, 2) << swapped.output;
-  EXPECT_NE(swapped.output.find("records.jsonl: column_index: column_index 1 is column 'HT' here and 'noHT' in "),
+  EXPECT_NE(swapped.output.find("records.jsonl:" + ht + ":1: column_index: column_index 1 is column 'HT' here and 'noHT' in "),
             std::string::npos)
       << swapped.output;
   const Outcome point = resume_edited("noHT", "point_index", "2");
   EXPECT_EQ(point.status, 2) << point.output;
-  EXPECT_NE(point.output.find("records.jsonl: point_index: point_index 2 is point {vms.web.count=1} here and "
+  EXPECT_NE(point.output.find("records.jsonl:" + noht + ":1: point_index: point_index 2 is point {vms.web.count=1} here and "
                               "{vms.web.count=6} in "),
             std::string::npos)
       << point.output;
@@ -1775,7 +1786,7 @@ TEST(CliShard, OutputsWhosePointsNameDifferentSweptFieldsAreRefused) {
                                  "merge " + a + " " + b + " --out " + m}) {
     const Outcome o = run(cmd);
     EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
-    EXPECT_NE(o.output.find("sf-records.jsonl: point: swept fields (x) differ from those of " + a +
+    EXPECT_NE(o.output.find("sf-records.jsonl:1:1: point: swept fields (x) differ from those at line 1 of " + a +
                             "/records.jsonl (vms.web.count): one sweep's points all name the same fields"),
               std::string::npos)
         << cmd << "\n" << o.output;
@@ -1848,7 +1859,9 @@ TEST(CliShard, MergeKeepsOrRefusesTheRecordsAlreadyInItsOutput) {
   ASSERT_EQ(run("sweep " + write_temp("mo-other.yaml", other) + " --out " + victim + " --max-records 2").status, 0);
   const Outcome foreign = run("merge " + a + " " + b + " --out " + victim);
   EXPECT_EQ(foreign.status, 2) << foreign.output;
-  EXPECT_NE(foreign.output.find(victim + "/records.jsonl: scenario_hash: records of a different scenario"), std::string::npos)
+  EXPECT_NE(foreign.output.find(victim + "/records.jsonl:1:1: scenario_hash: a record of a different scenario than the record at "
+                                "line 1 of " + a + "/records.jsonl"),
+            std::string::npos)
       << foreign.output;
   EXPECT_EQ(count_lines(victim + "/records.jsonl"), 2u) << "the other sweep's records are kept";
   // Into a directory holding shard 1: shard 2 is added to it; and into an input, in place.

@@ -103,4 +103,12 @@ inline std::size_t count_lines(const std::string& path) {
   return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
 }
 
+/// The line number (1-based, as error messages name a record's line) of the `nth` (from 0) of
+/// `lines` that holds `text`; "none" when there is no such line.
+inline std::string line_with(const std::vector<std::string>& lines, const std::string& text, int nth = 0) {
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find(text) != std::string::npos && nth-- == 0) return std::to_string(i + 1);
+  return "none";
+}
+
 }  // namespace vcpusim::test
