@@ -15,9 +15,9 @@ namespace vcpusim::app {
 
 MergeReport merge_records(const std::vector<std::string>& inputs, const std::string& out_dir) {
   MergeReport rep;
-  OneSweep one("merge");
-  SweptFields fields;
-  SweepIndices indices;  // compare, plot and a resume refused the merged file: which input was it?
+  // A merged file of two field sets or of indices that disagree was refused by compare, plot and
+  // a resume, which named the merged file: which input was it?
+  SweepRecordChecks checks("merge");
   std::map<RecordKey, nlohmann::json> kept;
   std::map<RecordKey, RecordPlace> kept_from;  // where each kept record came from
   std::set<std::size_t> seen_tasks;
@@ -33,14 +33,8 @@ MergeReport merge_records(const std::vector<std::string>& inputs, const std::str
   for (const std::string& in : all_inputs) {
     const std::string path = records_file_of(in);
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here");
-    std::vector<int> lines;
-    std::vector<nlohmann::json> records = read_records(path, &lines);
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      nlohmann::json& r = records[i];
-      const RecordPlace place{path, lines[i]};
-      one.check(r, place);
-      fields.check(r, place);  // a merged file of two field sets was refused by every reader
-      indices.check(r, place);
+    for (auto& [r, place] : read_placed_records(path)) {
+      checks.check(r, place);
       // read_records bounds both by kMaxSweepRuns and a task_index by its tasks_total, at their line.
       if (r.contains("tasks_total")) rep.tasks_total = std::max(rep.tasks_total, r.at("tasks_total").get<std::size_t>());
       if (r.contains("task_index")) seen_tasks.insert(r.at("task_index").get<std::size_t>());

@@ -251,6 +251,15 @@ std::vector<nlohmann::json> read_records(const std::string& path, std::vector<in
   return out;
 }
 
+std::vector<PlacedRecord> read_placed_records(const std::string& path) {
+  std::vector<int> lines;
+  std::vector<nlohmann::json> records = read_records(path, &lines);
+  std::vector<PlacedRecord> out;
+  out.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) out.push_back({std::move(records[i]), {path, lines[i]}});
+  return out;
+}
+
 void OneSweep::check(const nlohmann::json& r, const RecordPlace& at) {
   const std::string h = r.value("scenario_hash", std::string());
   const std::string b = r.value("vcpusim_build", std::string("(none)"));
@@ -312,11 +321,9 @@ void SweepIndices::check(const nlohmann::json& record, const RecordPlace& at) {
 
 std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& inputs, const std::string& command) {
   std::vector<nlohmann::json> all;
-  OneSweep one(command);
-  SweptFields fields;
+  SweepRecordChecks checks(command);
   std::string paths;
   std::map<RecordKey, std::pair<std::size_t, RecordPlace>> seen;  // key -> index in all, its place
-  SweepIndices indices;
   std::size_t duplicates = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& in = inputs[i];
@@ -329,16 +336,10 @@ std::vector<nlohmann::json> read_sweep_outputs(const std::vector<std::string>& i
                           "'" + in + "' and '" + inputs[j] + "' are one sweep output given twice: its records would be counted twice");
     if (!std::filesystem::exists(path)) throw ConfigError(path, 0, 0, "", "no records here (run `vcpusim sweep ... --out DIR` first)");
     paths += (paths.empty() ? "" : ", ") + path;
-    std::vector<int> lines;
-    std::vector<nlohmann::json> records = read_records(path, &lines);
-    for (std::size_t k = 0; k < records.size(); ++k) {
-      nlohmann::json& r = records[k];
-      const RecordPlace place{path, lines[k]};
-      one.check(r, place);
-      // read_records checks this within a file; across files a point without the field a table
-      // is by ended compare and plot with "key 'x' not found" (exit 1).
-      fields.check(r, place);
-      indices.check(r, place);
+    for (auto& [r, place] : read_placed_records(path)) {
+      // Across files a point without the field a table is by ended compare and plot with "key
+      // 'x' not found" (exit 1).
+      checks.check(r, place);
       // A run held twice (overlapping shards' outputs, or a line repeated) was counted twice:
       // the same sample twice shrank the stddevs. Kept once, as merge keeps it; its point is
       // read as the table prints it, since {"x": 2} and {"x": 2.0} (a file rewritten by a tool

@@ -94,6 +94,15 @@ void check_same_run(const nlohmann::json& kept, const RecordPlace& kept_from, co
 /// record's line number (1-based, blank lines counted), in the same order.
 std::vector<nlohmann::json> read_records(const std::string& path, std::vector<int>* lines = nullptr);
 
+/// A record and where it was read.
+struct PlacedRecord {
+  nlohmann::json record;
+  RecordPlace place;
+};
+
+/// read_records, each record with its file and line, for checks across records that name both.
+std::vector<PlacedRecord> read_placed_records(const std::string& path);
+
 /// Checks that records are of one sweep: the scenario_hash and vcpusim_build of the first one
 /// checked. Records of two scenarios (or of two builds, maybe two models) were mixed without a
 /// word in one table, as a merge of them would have been.
@@ -108,6 +117,24 @@ class OneSweep {
   std::string command_, hash_, build_;
   RecordPlace first_from_;
   bool first_ = true;
+};
+
+/// The checks every reader of several sweep outputs (compare, plot, merge) makes of each record,
+/// in this order: one sweep (OneSweep), one set of swept fields (SweptFields), one index for each
+/// column and point (SweepIndices).
+class SweepRecordChecks {
+ public:
+  explicit SweepRecordChecks(std::string command) : one_(std::move(command)) {}
+  void check(const nlohmann::json& record, const RecordPlace& at) {
+    one_.check(record, at);
+    fields_.check(record, at);  // read_records checks it within a file; this, across files
+    indices_.check(record, at);
+  }
+
+ private:
+  OneSweep one_;
+  SweptFields fields_;
+  SweepIndices indices_;
 };
 
 /// The records file an output argument names: DIR/records.jsonl for a directory, else the file.

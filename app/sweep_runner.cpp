@@ -51,8 +51,7 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
   sum.records_path = (std::filesystem::path(o.out_dir) / "records.jsonl").string();
 
   std::set<RecordKey> finished;
-  std::vector<int> lines;
-  const std::vector<nlohmann::json> records = read_records(sum.records_path, &lines);
+  const std::vector<PlacedRecord> records = read_placed_records(sum.records_path);
   // A record whose column_index or point_index disagrees with its label, or with the index this
   // plan gives that label, was counted as finished: the resume exited 0 over a file that compare,
   // plot and merge then refused. It is refused here as they refuse it (SweepIndices), the plan's
@@ -66,9 +65,7 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
                                   {"point_index", run.point_index}};
       indices.check(as_record, RecordPlace{plan.file, 0});
     }
-  for (std::size_t k = 0; k < records.size(); ++k) {
-    const nlohmann::json& r = records[k];
-    const RecordPlace place{sum.records_path, lines[k]};
+  for (const auto& [r, place] : records) {
     if (r.value("scenario_hash", std::string()) != plan.scenario_hash)
       throw ConfigError(sum.records_path, 0, 0, "", "holds records of a different scenario (or an edited one, or one whose topology file was edited); use another --out directory");
     // Another build may be another model: its records are not this build's results.
