@@ -83,7 +83,7 @@ void Host::commit(PcpuId p, VcpuId prev, const Pick& pick) {
   pc.slice_end = sim::kNever;
   if (next != kIdle && slice > 0) {
     pc.slice_end = now_ + slice;
-    queue_.push(pc.slice_end, sim::Phase::kHypervisorTimer, kSliceEnd, p, pc.slice_gen);
+    queue_.push_keyed(pc.slice_end, sim::Phase::kHypervisorTimer, kSliceEnd, p, pc.slice_gen);
   }
 
   if (next != prev && next != kIdle) {

@@ -77,7 +77,7 @@ void Host::retime(Vcpu& v) {
   }
   v.done_at = start + static_cast<sim::Duration>(dt);
   if (v.done_at > horizon_) return;  // after the run's end: no event needed (set_horizon)
-  queue_.push(v.done_at, sim::Phase::kGuest, kWorkDone, v.id, v.work_gen);
+  queue_.push_keyed(v.done_at, sim::Phase::kGuest, kWorkDone, v.id, v.work_gen);
 }
 
 void Host::stop_progress(Vcpu& v) {

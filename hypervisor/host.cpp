@@ -95,6 +95,11 @@ DomainId Host::add_domain(const DomainSpec& spec, GuestHooks* guest) {
 
 void Host::start() {
   started_ = true;
+  // Each vCPU has at most one work completion that counts, and each pCPU one slice end: every push
+  // of either bumps its generation first. Keyed, a re-timing moves the pending one in the queue
+  // instead of leaving it to be popped and dropped as stale (sim/event_queue.h).
+  queue_.set_keyed(kWorkDone, vcpus_.size());
+  queue_.set_keyed(kSliceEnd, pcpus_.size());
   // sched-gran=core needs more than one usable thread per core; otherwise Xen falls back to
   // per-CPU granularity (cpupool_gran_init), and so does this.
   if (spec_.sched_gran.core && spec_.core_sched.enabled)

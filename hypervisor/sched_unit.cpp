@@ -280,7 +280,7 @@ void Host::unit_commit(PcpuId m, UnitId prev, const Pick& pick) {
   mp.slice_end = sim::kNever;
   if (next != kIdle && slice > 0) {
     mp.slice_end = now_ + slice;
-    queue_.push(mp.slice_end, sim::Phase::kHypervisorTimer, kSliceEnd, m, mp.slice_gen);
+    queue_.push_keyed(mp.slice_end, sim::Phase::kHypervisorTimer, kSliceEnd, m, mp.slice_gen);
   }
   check_units(m);
 

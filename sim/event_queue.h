@@ -6,6 +6,13 @@
 // of the thing it targets and the handler drops it when the generation has moved on (lazy
 // cancellation, as ns-3's EventId). Push and pop are O(log n) and allocate nothing once the
 // vector has grown to the run's high-water mark.
+//
+// A kind may be keyed (set_keyed): each target has at most one event of it that can still count,
+// because every push of it supersedes the last (a vCPU's work completion, re-timed at each rate
+// change). push_keyed then moves that target's pending event to its new place in the heap
+// instead of leaving it behind to be popped and dropped: the same events fire in the same order
+// (the moved event takes a fresh sequence number, as a push does), but the heap holds no
+// superseded copies of them. Without this, half of a credit2 host's pops were such copies.
 #pragma once
 
 #include <cstdint>
@@ -44,19 +51,42 @@ class EventQueue {
   std::uint64_t pushed() const { return seq_; }
 
   void push(Time t, Phase phase, std::uint32_t kind, std::uint32_t target, std::uint64_t gen) {
-    Event e{t, (static_cast<std::uint64_t>(phase) << 56) | (seq_++ & kSeqMask), kind, target, gen};
-    heap_.push_back(e);
+    heap_.push_back(make(t, phase, kind, target, gen));
     sift_up(heap_.size() - 1);
+  }
+
+  /// Makes `kind` keyed for targets 0..targets-1 (before any event of it is pushed).
+  void set_keyed(std::uint32_t kind, std::size_t targets) {
+    if (kind >= key_base_.size()) key_base_.resize(kind + 1, kNotKeyed);
+    key_base_[kind] = slot_of_.size();
+    slot_of_.resize(slot_of_.size() + targets, 0);
+  }
+
+  /// A push of a keyed kind: the target's pending event of that kind, if any, is replaced by this
+  /// one where it stands in the heap and sifted to its new place. Only for a kind set_keyed made
+  /// keyed, and only where the caller has superseded the pending event (its generation moved on).
+  void push_keyed(Time t, Phase phase, std::uint32_t kind, std::uint32_t target, std::uint64_t gen) {
+    const std::size_t at = slot_of_[key_base_[kind] + target];
+    if (at == 0) {
+      push(t, phase, kind, target, gen);
+      return;
+    }
+    const Event e = make(t, phase, kind, target, gen);
+    const bool earlier = before(e, heap_[at - 1]);
+    place(at - 1, e);
+    if (earlier) sift_up(at - 1);
+    else sift_down(at - 1);
   }
 
   const Event& top() const { return heap_.front(); }
 
   Event pop() {
     Event out = heap_.front();
+    if (const std::size_t s = slot(out); s != kNoSlot) slot_of_[s] = 0;
     Event last = heap_.back();
     heap_.pop_back();
     if (!heap_.empty()) {
-      heap_.front() = last;
+      place(0, last);
       sift_down(0);
     }
     return out;
@@ -66,8 +96,28 @@ class EventQueue {
   static constexpr std::uint64_t kSeqMask = (std::uint64_t{1} << 56) - 1;
   static constexpr std::size_t kArity = 4;  // 4-ary: shallower than binary, children share a line
 
+  static constexpr std::size_t kNotKeyed = ~std::size_t{0};
+  static constexpr std::size_t kNoSlot = ~std::size_t{0};
+
   static bool before(const Event& a, const Event& b) {
     return a.time != b.time ? a.time < b.time : a.order < b.order;
+  }
+
+  Event make(Time t, Phase phase, std::uint32_t kind, std::uint32_t target, std::uint64_t gen) {
+    return Event{t, (static_cast<std::uint64_t>(phase) << 56) | (seq_++ & kSeqMask), kind, target, gen};
+  }
+
+  /// The slot of a keyed event (its kind's base + its target), or kNoSlot.
+  std::size_t slot(const Event& e) const {
+    if (e.kind >= key_base_.size() || key_base_[e.kind] == kNotKeyed) return kNoSlot;
+    return key_base_[e.kind] + e.target;
+  }
+
+  /// Every write of an event into the heap goes through here, so a keyed event's slot always
+  /// holds its index (plus one; 0 is none).
+  void place(std::size_t i, const Event& e) {
+    heap_[i] = e;
+    if (const std::size_t s = slot(e); s != kNoSlot) slot_of_[s] = i + 1;
   }
 
   void sift_up(std::size_t i) {
@@ -75,10 +125,10 @@ class EventQueue {
     while (i > 0) {
       std::size_t parent = (i - 1) / kArity;
       if (!before(e, heap_[parent])) break;
-      heap_[i] = heap_[parent];
+      place(i, heap_[parent]);
       i = parent;
     }
-    heap_[i] = e;
+    place(i, e);
   }
 
   void sift_down(std::size_t i) {
@@ -92,14 +142,16 @@ class EventQueue {
       for (std::size_t c = first + 1; c < end; ++c)
         if (before(heap_[c], heap_[best])) best = c;
       if (!before(heap_[best], e)) break;
-      heap_[i] = heap_[best];
+      place(i, heap_[best]);
       i = best;
     }
-    heap_[i] = e;
+    place(i, e);
   }
 
   std::vector<Event> heap_;
   std::uint64_t seq_ = 0;
+  std::vector<std::size_t> key_base_;  ///< per kind: its first slot, or kNotKeyed
+  std::vector<std::size_t> slot_of_;   ///< per slot: heap index + 1 of its pending event, 0 none
 };
 
 }  // namespace vcpusim::sim

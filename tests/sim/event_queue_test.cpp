@@ -174,5 +174,85 @@ TEST(EventQueue, SteadyPushPopLoopDoesNotGrowAfterReserve) {
   EXPECT_EQ(q.size(), 1000u);
 }
 
+TEST(EventQueue, KeyedPushMovesThePendingEventInsteadOfLeavingAStaleOne) {
+  // Three re-timings of one target's keyed event leave one event, at the last time, whether the
+  // new time is earlier or later; another target's and an unkeyed kind's events are untouched.
+  EventQueue q;
+  q.set_keyed(1, 4);
+  q.push_keyed(100, Phase::kGuest, 1, 2, 1);
+  q.push(50, Phase::kGuest, 0, 2, 0);
+  q.push_keyed(70, Phase::kGuest, 1, 3, 1);
+  q.push_keyed(10, Phase::kGuest, 1, 2, 2);
+  q.push_keyed(300, Phase::kGuest, 1, 2, 3);
+  ASSERT_EQ(q.size(), 3u);
+  std::vector<std::tuple<Time, std::uint32_t, std::uint32_t, std::uint64_t>> popped;
+  while (!q.empty()) {
+    const Event e = q.pop();
+    popped.emplace_back(e.time, e.kind, e.target, e.gen);
+  }
+  using T = std::tuple<Time, std::uint32_t, std::uint32_t, std::uint64_t>;
+  EXPECT_EQ(popped, (std::vector<T>{T{50, 0, 2, 0}, T{70, 1, 3, 1}, T{300, 1, 2, 3}}));
+  // A popped keyed event frees its target's slot: the next push is a fresh one.
+  q.push_keyed(5, Phase::kGuest, 1, 2, 4);
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.pop().gen, 4u);
+}
+
+TEST(EventQueue, KeyedEventsFireAsLazyCancellationWouldFireThem) {
+  // The engine's contract for a keyed kind: every push supersedes the target's last one (its
+  // generation moves on). Against a plain queue that keeps every push and drops the superseded
+  // ones at pop time (what the engine did before keyed kinds), the events that count must come
+  // out the same, in the same order, with the same phases, over a random mix of keyed re-timings,
+  // unkeyed events and pops.
+  EventQueue keyed, lazy;
+  keyed.set_keyed(1, 16);
+  keyed.set_keyed(3, 8);
+  std::vector<std::uint64_t> gen1(16, 0), gen3(8, 0);
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> op(0, 9);
+  std::uniform_int_distribution<Time> delay(0, 500);
+  std::uniform_int_distribution<std::uint32_t> t16(0, 15), t8(0, 7), ph(0, 3);
+  Time now = 0;
+  std::size_t fired = 0;
+  const auto live = [&](const Event& e) {
+    return (e.kind == 1 && e.gen == gen1[e.target]) || (e.kind == 3 && e.gen == gen3[e.target]) || e.kind == 0;
+  };
+  for (int i = 0; i < 200'000; ++i) {
+    const int o = op(rng);
+    const Time at = now + delay(rng);
+    const auto phase = static_cast<Phase>(ph(rng));
+    if (o < 4) {
+      const std::uint32_t t = t16(rng);
+      keyed.push_keyed(at, phase, 1, t, ++gen1[t]);
+      lazy.push(at, phase, 1, t, gen1[t]);
+    } else if (o < 6) {
+      const std::uint32_t t = t8(rng);
+      keyed.push_keyed(at, phase, 3, t, ++gen3[t]);
+      lazy.push(at, phase, 3, t, gen3[t]);
+    } else if (o < 7) {
+      keyed.push(at, phase, 0, t16(rng), 0);
+      lazy.push(at, phase, 0, 0, 0);
+    } else {
+      // Pop the next event that counts from each; the keyed queue may still hold a superseded
+      // one (a generation bumped without a push), which is dropped there as well.
+      while (!lazy.empty() && !live(lazy.top())) lazy.pop();
+      while (!keyed.empty() && !live(keyed.top())) keyed.pop();
+      ASSERT_EQ(lazy.empty(), keyed.empty()) << "at step " << i;
+      if (lazy.empty()) continue;
+      const Event a = lazy.pop(), b = keyed.pop();
+      ASSERT_EQ(std::make_tuple(a.time, a.kind, a.gen, a.phase()), std::make_tuple(b.time, b.kind, b.gen, b.phase()))
+          << "at step " << i;
+      if (a.kind != 0) {
+        ASSERT_EQ(a.target, b.target) << "at step " << i;
+      }
+      now = a.time;
+      ++fired;
+    }
+    if (o == 9) ++gen1[t16(rng)];  // superseded without a new push (work stopped): stale in both
+  }
+  EXPECT_GT(fired, 10'000u);
+  EXPECT_LT(keyed.size(), 16u + 8u + lazy.size() / 4) << "keyed queue " << keyed.size() << ", lazy " << lazy.size();
+}
+
 }  // namespace
 }  // namespace vcpusim::sim
