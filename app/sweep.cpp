@@ -5,9 +5,11 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
+#include <system_error>
 
 #include "app/affinity.h"
 #include "app/scenario.h"
@@ -497,6 +499,24 @@ std::string setting_text(const nlohmann::json& v, const std::string& path) {
   return nlohmann::json(text).dump();
 }
 
+// A swept `topology:` value as the runs read it: the file the loader finds for it, by canonical
+// path, so box.yaml, ./box.yaml, a link to it, and a preset name and the file it resolves to
+// (topologies/NAME.yaml) are one machine; each ran its point twice with the same seeds. A
+// mapping, or a value that names no file, is compared as setting_text reads it, for the loader
+// to refuse at its run.
+std::string topology_setting_text(const nlohmann::json& v, const Override& o) {
+  if (!o.value.IsScalar()) return setting_text(v, o.path);
+  std::string file;
+  try {
+    file = topology_file(o.where);
+  } catch (const ConfigError&) {
+    return setting_text(v, o.path);
+  }
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::canonical(file, ec);
+  return ec ? setting_text(v, o.path) : "topology file " + nlohmann::json(canonical.string()).dump();
+}
+
 // Fills `plan`, all but its runs, and returns the sweep read from `root`. Every check of a sweep
 // is here, so that expand_sweep and expand_sweep_sample refuse the same files.
 ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
@@ -720,8 +740,8 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
   }
   // A value given twice ran its point twice, with the same seeds, and compare counted its
   // samples twice (a smaller stddev from nothing). Labels of a labelled axis are distinct keys.
-  // Values are compared as setting_text reads them; node:N and the like stay as they are in an
-  // affinity, since their sets depend on the machine.
+  // Values are compared as setting_text reads them (a topology file by its canonical path);
+  // node:N and the like stay as they are in an affinity, since their sets depend on the machine.
   const auto same_setting = [](const nlohmann::json& label, const std::vector<Override>& overrides) {
     std::string key;
     for (const auto& [field, v] : label.items()) {
@@ -729,7 +749,8 @@ ParsedSweep parse_sweep(const YamlReader& root, SweepPlan& plan) {
       // axis's `paths:` for a named field.
       key += field + "=";
       for (const Override& o : overrides)
-        if (label.size() == 1 || o.path == field) key += setting_text(v, o.path) + "; ";
+        if (label.size() == 1 || o.path == field)
+          key += (o.path == "topology" ? topology_setting_text(v, o) : setting_text(v, o.path)) + "; ";
       key += "\n";
     }
     return key;

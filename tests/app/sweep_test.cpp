@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "app/scenario.h"
@@ -554,6 +555,45 @@ TEST(Sweep, AMappingOrListValueSpeltTwoWaysIsGivenTwice) {
             "no error");
   // A string that reads like a mapping's text is a string: '{a: 1}' is not {a: 1}.
   EXPECT_EQ(plan_error_of("sweep:\n  vms.a.workload.kind: ['{a: 1}', {a: 1}]\n"), "no error");
+}
+
+// One topology file named two ways on an axis (box.yaml and ./box.yaml, a link to it, a preset
+// name and the file it resolves to) made two points that were one machine, run with the same
+// seeds and counted twice. Files are compared by canonical path; two files are two values.
+TEST(Sweep, ATopologyFileNamedTwoWaysIsGivenTwice) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("vcpusim-sweep-topology-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  const std::string machine = "sockets: 1\ncores_per_socket: 4\nthreads_per_core: 2\nnodes: 1\n";
+  std::ofstream(dir / "box.yaml") << machine;
+  std::ofstream(dir / "other.yaml") << machine;
+  fs::create_symlink("box.yaml", dir / "link.yaml");
+  const std::string scenario = (dir / "s.yaml").string();
+  const auto error_of_sweep = [&](const std::string& sweep) {
+    try {
+      expand_sweep(YamlReader::load_string(std::string(kBase) + "sweep:\n  " + sweep + "\n", scenario));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of_sweep("topology: [box.yaml, ./box.yaml]"),
+            scenario + ":7:24: sweep.topology[1]: this value is given twice (values[0] is the same): its point would "
+                       "run twice with the same seeds and be counted twice");
+  const std::string twice = "this value is given twice";
+  for (const std::string& other : {std::string("link.yaml"), std::string("sub/../box.yaml"), (dir / "box.yaml").string()}) {
+    SCOPED_TRACE(other);
+    EXPECT_NE(error_of_sweep("topology: [box.yaml, '" + other + "']").find("sweep.topology[1]: " + twice),
+              std::string::npos);
+  }
+  EXPECT_NE(error_of_sweep("topology: [desktop-4c8t, topologies/desktop-4c8t.yaml]").find("sweep.topology[1]: " + twice),
+            std::string::npos);
+  EXPECT_NE(error_of_sweep("zip:\n    - {topology: [box.yaml, link.yaml], vms.a.count: [1, 1]}").find(twice),
+            std::string::npos);
+  // Two files of the same text are two machines as far as a sweep knows, and a preset is a file.
+  EXPECT_EQ(error_of_sweep("topology: [box.yaml, other.yaml, desktop-4c8t, one-core-ht]"), "no error");
+  fs::remove_all(dir);
 }
 
 // A labelled entry's `columns:` apply after every axis: one over another axis's field ran every
