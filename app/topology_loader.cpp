@@ -80,6 +80,10 @@ std::string locate(const YamlReader& r, const std::string& value) {
     if (is_file(p)) return p.string();
     std::error_code ec;
     if (fs::exists(p, ec)) r.fail("'" + value + "' is not a regular file (a topology file is a .yaml file)");
+    // exists() clears ec for a name that is simply not there; what is left is why nothing can be
+    // read at it: a loop of symbolic links, a directory that may not be searched ("not found"
+    // sent one looking for a typo in a name that was right).
+    if (ec) r.fail("topology file '" + value + "': " + ec.message());
     r.fail("topology file '" + value + "' not found");
   }
   // Relative to the file that names it, as an #include would be; then relative to a config
@@ -93,6 +97,8 @@ std::string locate(const YamlReader& r, const std::string& value) {
   std::error_code ec;
   if (fs::exists(beside, ec) || !in_configs.empty())
     r.fail("'" + value + "' is not a regular file (a topology file is a .yaml file)");
+  if (ec)
+    r.fail("topology file '" + value + "'" + (beside == p ? "" : " (" + beside.string() + ")") + ": " + ec.message());
   r.fail("topology file '" + value + "' not found (looked beside " + r.file() + "; " + searched_dirs() + ")");
 }
 

@@ -226,6 +226,28 @@ TEST(Cli, MissingFileIsExitTwo) {
   EXPECT_NE(o.output.find("/nonexistent/scenario.yaml: cannot open file"), std::string::npos) << o.output;
 }
 
+// A topology file that is a loop of symbolic links was "not found", which sent one looking for a
+// typo in a name that was right: the error says what is wrong, at the scenario's line and field.
+TEST(Cli, ATopologyFileThatIsASymlinkLoopSaysSo) {
+  const std::filesystem::path dir = fresh_dir("topology-loop");
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("b.yaml", dir / "a.yaml");
+  std::filesystem::create_symlink("a.yaml", dir / "b.yaml");
+  const std::string loop = "Too many levels of symbolic links";
+  const std::string a = (dir / "a.yaml").string(), b = (dir / "b.yaml").string();
+  expect_bad("topology-loop/relative.yaml", with("topology: desktop-4c8t", "topology: a.yaml"),
+             "3:11: topology: topology file 'a.yaml' (" + a + "): " + loop, loop);
+  expect_bad("topology-loop/absolute.yaml", with("topology: desktop-4c8t", "topology: " + b),
+             "3:11: topology: topology file '" + b + "': " + loop, loop);
+  // Swept, at the value's line.
+  const std::string swept = (dir / "swept.yaml").string();
+  std::ofstream(swept) << std::string(kGood) + "sweep:\n  topology: [desktop-4c8t, a.yaml]\n";
+  const Outcome s = run("sweep " + swept + " --out " + fresh_dir("topology-loop-out"));
+  EXPECT_EQ(s.status, 2) << s.output;
+  EXPECT_NE(s.output.find(swept + ":12:"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find(loop), std::string::npos) << s.output;
+}
+
 // A file's name goes into --json (`file`), and into `name:` and the records when the scenario
 // has none: not UTF-8, the run ended in a JSON type error after it ran (exit 1), and a sweep
 // wrote no record at all.
