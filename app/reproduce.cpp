@@ -382,13 +382,16 @@ void add_vm_metric(const nlohmann::json& metrics, const std::string& suffix, dou
 
 void select_rows(Reproduction& r, const std::vector<std::string>& rows) {
   if (rows.empty()) return;
-  std::set<std::string> known, keep(rows.begin(), rows.end());
+  std::set<std::string> known, keep;
   std::string all;
   for (const PublishedCell& c : r.published)
     if (known.insert(c.row).second) all += (all.empty() ? "" : ", ") + c.row;
-  for (const std::string& row : rows)
+  for (const std::string& row : rows) {
     if (!known.count(row))
       throw ConfigError("<command line>", 0, 0, "--row", "'" + row + "' is not a published row of " + r.name + " (rows: " + all + ")");
+    // Refused as a --set given twice is: `--row X --row X` was taken silently, as if once.
+    if (!keep.insert(row).second) throw ConfigError("<command line>", 0, 0, "--row '" + row + "'", "given twice");
+  }
   if (!r.baseline_row.empty()) keep.insert(r.baseline_row);
   std::erase_if(r.published, [&](const PublishedCell& c) { return !keep.count(c.row); });
 }

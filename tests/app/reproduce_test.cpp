@@ -509,6 +509,24 @@ TEST(Reproduce, ExplainMetricThatNoRunGivesIsAnError) {
                                          "record metric in full");
 }
 
+// `--row X --row X` was taken silently, as if X were given once; a --set given twice is refused.
+TEST(Reproduce, ARowGivenTwiceIsAnError) {
+  const auto error_selecting = [](const std::vector<std::string>& rows) {
+    Reproduction r = load_reproduction("smt-corun-sysbench", {});
+    try {
+      select_rows(r, rows);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_selecting({"nosmt", "nosmt"}), "<command line>: --row 'nosmt': given twice");
+  EXPECT_EQ(error_selecting({"nosmt", "Alone", "nosmt"}), "<command line>: --row 'nosmt': given twice");
+  // The baseline row is kept anyway, but naming it twice is still naming it twice.
+  EXPECT_EQ(error_selecting({"Alone", "Alone"}), "<command line>: --row 'Alone': given twice");
+  EXPECT_EQ(error_selecting({"nosmt", "Alone"}), "no error");
+}
+
 TEST(Reproduce, ShippedReproductionsLoad) {
   const auto names = list_reproductions();
   ASSERT_FALSE(names.empty());

@@ -324,7 +324,7 @@ TEST(Cli, IntegerFlagsAreDecimal) {
 
 // A field set twice on the command line, or by a flag and a --set, ran with whichever won
 // (the flag in either order, else the last --set); an option's empty value ran as its default;
-// a --row-set for a row --row leaves out changed nothing.
+// a --row-set for a row --row leaves out changed nothing; a --row given twice was taken as once.
 TEST(Cli, ConflictingOrEmptyCommandLineValuesAreRefused) {
   const std::string f = write_temp("conflict.yaml", kGood);
   const auto refused = [&](const std::string& args, const std::string& why) {
@@ -345,6 +345,7 @@ TEST(Cli, ConflictingOrEmptyCommandLineValuesAreRefused) {
   refused("reproduce pv-spinlocks --out " + fresh_dir("conflict-rows") + " --row 'ebizzy 1x' --row-set 'ebizzy 2x' "
           "vms.guest.workload.burst=1ms",
           "--row-set: row 'ebizzy 2x' is not run: --row selects ebizzy 1x");
+  refused("reproduce pv-spinlocks --from " + dir + " --row 'ebizzy 1x' --row 'ebizzy 1x'", "--row 'ebizzy 1x': given twice");
   // One flag alone, and two different fields, are fine.
   EXPECT_EQ(run("run " + f + " --quiet --duration 2ms --set seed=7").status, 0);
 }
