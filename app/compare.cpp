@@ -117,9 +117,13 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
     const int idx = r.value("point_index", 0);
     op_by_index.emplace(idx, op);
     const auto& m = r.at("metrics");
-    if (!m.contains(g.metric)) continue;
     const auto& c = r.at("column");
-    g.samples[{c.is_null() ? "" : c.get<std::string>(), op}].push_back(m.at(g.metric).get<double>());
+    const std::string col = c.is_null() ? "" : c.get<std::string>();
+    if (!m.contains(g.metric)) {
+      g.lacking.count(cell_name(op, col));
+      continue;
+    }
+    g.samples[{col, op}].push_back(m.at(g.metric).get<double>());
   }
   for (const auto& [i, op] : op_by_index)
     if (std::find(g.ops.begin(), g.ops.end(), op) == g.ops.end()) g.ops.push_back(op);
@@ -210,6 +214,7 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
                     comma_join(nonpositive) + " (use --lower-is-better for the arithmetic mean)");
   // A cell whose baseline has no sample at its operation has nothing to be compared with: it
   // showed ( 0.00%), which read as "no change" with nothing said.
+  if (!g.lacking.empty()) notes.push_back(g.lacking.note(g.metric));
   const std::vector<std::string> unbased = cells_without_baseline(g);
   if (!unbased.empty())
     notes.push_back("the baseline " + col_name(g.columns.front()) +

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/records.h"
+
 namespace vcpusim::app {
 
 enum class SignificanceRule { kTTest, kInterval };
@@ -35,6 +37,7 @@ struct Grouped {
   std::vector<std::string> columns;                        ///< baseline first
   std::vector<std::string> ops;                            ///< operation labels in order
   std::map<std::pair<std::string, std::string>, std::vector<double>> samples;  ///< (column, op)
+  LackingMetric lacking;                                   ///< records without the metric, by "op / column"
 };
 
 /// Groups records (from one scenario) for `metric`. ConfigError for an unknown metric, column

@@ -231,6 +231,32 @@ TEST(Compare, ACellWhoseBaselineHasNoSampleHasNoPercentageAndIsNoted) {
   EXPECT_NE(j.at("note").get<std::string>().find(note), std::string::npos) << j.dump();
 }
 
+// A record without the compared metric (a per-VM metric exists only at points with that VM) was
+// left out of its cell with nothing said: the table ends with a note counting them by cell.
+TEST(Compare, RecordsWithoutTheMetricAreCountedInANoteByCell) {
+  std::vector<nlohmann::json> recs = golden_records();
+  for (auto& r : recs)
+    if ((r.at("column") == "base-A" && r.at("point_index") == 1 && r.at("repetition") == 0) ||
+        (r.at("column") == "new-B" && r.at("point_index") == 2 && r.at("repetition") != 2))
+      r["metrics"] = {{"vm.y.throughput", 1.0}};
+  CompareOptions o;
+  o.metric = "vm.x.throughput";
+  const Grouped g = group_records(recs, o);
+  const std::string note = "3 record(s) have no metric 'vm.x.throughput' and are left out: 1 / base-A (1), 2 / new-B (2)";
+  o.format = "text";
+  std::ostringstream text;
+  write_compare(text, g, compare_cells(g, o), o);
+  EXPECT_NE(text.str().find("# note: " + note + "\n"), std::string::npos) << text.str();
+  o.format = "json";
+  std::ostringstream js;
+  write_compare(js, g, compare_cells(g, o), o);
+  EXPECT_NE(nlohmann::json::parse(js.str()).at("note").get<std::string>().find(note), std::string::npos) << js.str();
+  std::ostringstream clean;
+  const Grouped all = group_records(golden_records(), o);
+  write_compare(clean, all, compare_cells(all, o), o);
+  EXPECT_EQ(clean.str().find("left out"), std::string::npos) << clean.str();
+}
+
 // A large sweep's records hold thousands of metric names, all of which a wrong --metric listed
 // (20 KB): the names under its prefix are listed, else at most 40 of all.
 TEST(Compare, AnUnknownMetricListsTheNamesUnderItsPrefixAndAtMostForty) {
