@@ -19,6 +19,12 @@ namespace {
 
 constexpr int kField = 12, kPrecision = 2;  // mmtests Summarise FieldLength and Precision
 
+// A column as tables name it: the label, or "(none)" for a sweep without columns.
+std::string col_name(const std::string& c) { return c.empty() ? std::string("(none)") : c; }
+
+// A cell as notes name it: "op / column".
+std::string cell_name(const std::string& op, const std::string& col) { return op + " / " + col_name(col); }
+
 }  // namespace
 
 double pdiff(double now, double base) {
@@ -111,9 +117,13 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
     const int idx = r.value("point_index", 0);
     op_by_index.emplace(idx, op);
     const auto& m = r.at("metrics");
-    if (!m.contains(g.metric)) continue;
     const auto& c = r.at("column");
-    g.samples[{c.is_null() ? "" : c.get<std::string>(), op}].push_back(m.at(g.metric).get<double>());
+    const std::string col = c.is_null() ? "" : c.get<std::string>();
+    if (!m.contains(g.metric)) {
+      g.lacking.count(cell_name(op, col));
+      continue;
+    }
+    g.samples[{col, op}].push_back(m.at(g.metric).get<double>());
   }
   for (const auto& [i, op] : op_by_index)
     if (std::find(g.ops.begin(), g.ops.end(), op) == g.ops.end()) g.ops.push_back(op);
@@ -157,7 +167,7 @@ std::vector<CompareCell> compare_cells(const Grouped& g, const CompareOptions& o
       for (const std::string& col : g.columns) {
         auto it = g.samples.find({col, op});
         if (it == g.samples.end() || it->second.empty()) continue;
-        CompareCell c{row.label, op, col, row.stat(it->second, hi), 0, false};
+        CompareCell c{row.label, op, col, row.stat(it->second, hi), std::nullopt, false};
         if (bit != g.samples.end() && !bit->second.empty()) {
           const double base = row.stat(bit->second, hi);
           c.pct = (row.spread || !hi) ? pndiff(c.value, base) : pdiff(c.value, base);
@@ -175,25 +185,44 @@ std::vector<std::string> nonpositive_cells(const Grouped& g, const CompareOption
   for (const std::string& op : g.ops)
     for (const std::string& col : g.columns) {
       auto it = g.samples.find({col, op});
-      if (it != g.samples.end() && !it->second.empty() && summarize(it->second).min <= 0)
-        out.push_back(op + " / " + (col.empty() ? std::string("(none)") : col));
+      if (it != g.samples.end() && !it->second.empty() && summarize(it->second).min <= 0) out.push_back(cell_name(op, col));
     }
+  return out;
+}
+
+std::vector<std::string> cells_without_baseline(const Grouped& g) {
+  std::vector<std::string> out;
+  auto has_samples = [&](const std::string& col, const std::string& op) {
+    auto it = g.samples.find({col, op});
+    return it != g.samples.end() && !it->second.empty();
+  };
+  for (const std::string& op : g.ops) {
+    if (has_samples(g.columns.front(), op)) continue;
+    for (const std::string& col : g.columns)
+      if (has_samples(col, op)) out.push_back(cell_name(op, col));
+  }
   return out;
 }
 
 void write_compare(std::ostream& os, const Grouped& g, const std::vector<CompareCell>& cells, const CompareOptions& o) {
   // A harmonic mean is defined for positive samples only; a cell with a sample <= 0 shows Hmean
   // 0, which read as a measured zero with nothing said.
+  std::vector<std::string> notes;
   const std::vector<std::string> nonpositive = nonpositive_cells(g, o);
-  const std::string hmean_note =
-      nonpositive.empty() ? ""
-                          : "Hmean, HStddev and BHmean are defined for positive samples only; shown as 0 where a sample is 0 or less: " +
-                                comma_join(nonpositive) + " (use --lower-is-better for the arithmetic mean)";
+  if (!nonpositive.empty())
+    notes.push_back("Hmean, HStddev and BHmean are defined for positive samples only; shown as 0 where a sample is 0 or less: " +
+                    comma_join(nonpositive) + " (use --lower-is-better for the arithmetic mean)");
+  // A cell whose baseline has no sample at its operation has nothing to be compared with: it
+  // showed ( 0.00%), which read as "no change" with nothing said.
+  if (!g.lacking.empty()) notes.push_back(g.lacking.note(g.metric));
+  const std::vector<std::string> unbased = cells_without_baseline(g);
+  if (!unbased.empty())
+    notes.push_back("the baseline " + col_name(g.columns.front()) +
+                    " has no sample at these cells' operations, so they have no percentage: " + comma_join(unbased));
   const std::string rule = o.rule == SignificanceRule::kTTest
                                ? "two-sample t-test on the mean row, p < 0.10 (mmtests 2018-2024)"
                                : "interval test on the mean row, |diff| > 1.96 x (SD_base + SD_new) (mmtests since 2024-11)";
   const std::string direction = o.higher_is_better ? "higher is better, Hmean" : "lower is better, Amean";
-  auto col_name = [](const std::string& c) { return c.empty() ? std::string("(none)") : c; };
   if (o.format == "json") {
     nlohmann::json j;
     j["scenario"] = g.scenario;
@@ -205,8 +234,12 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     j["cells"] = nlohmann::json::array();
     for (const auto& c : cells)
       j["cells"].push_back({{"stat", c.stat}, {"op", c.op}, {"column", col_name(c.column)}, {"value", c.value},
-                            {"pct", c.pct}, {"significant", c.significant}});
-    if (!hmean_note.empty()) j["note"] = hmean_note;
+                            {"pct", c.pct ? nlohmann::json(*c.pct) : nlohmann::json()}, {"significant", c.significant}});
+    if (!notes.empty()) {  // one line per note
+      std::string note;
+      for (const std::string& n : notes) note += (note.empty() ? "" : "\n") + n;
+      j["note"] = note;
+    }
     os << j.dump(2) << "\n";
     return;
   }
@@ -221,9 +254,9 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     };
     os << "stat,op,column,value,pct,significant\n";
     for (const auto& c : cells)
-      fmt::print(os, "{},{},{},{:.6g},{:.4f},{}\n", field(c.stat), field(c.op), field(col_name(c.column)), c.value, c.pct,
-                 c.significant ? 1 : 0);
-    if (!hmean_note.empty()) std::cerr << "vcpusim compare: note: " << hmean_note << "\n";  // CSV rows stay rows
+      fmt::print(os, "{},{},{},{:.6g},{},{}\n", field(c.stat), field(c.op), field(col_name(c.column)), c.value,
+                 c.pct ? fmt::format("{:.4f}", *c.pct) : "", c.significant ? 1 : 0);
+    for (const std::string& n : notes) std::cerr << "vcpusim compare: note: " << n << "\n";  // CSV rows stay rows
     return;
   }
   // Group the cells into rows (stat, op) keeping order.
@@ -236,9 +269,10 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
   }
   auto cell_text = [&](const CompareCell* c) {
     if (!c) return fmt::format("{:>{}} {:>10}", "-", kField, "");
+    if (!c->pct) return fmt::format("{:>{}.{}f} {:>10}", c->value, kField, kPrecision, "");
     const char* l = c->significant ? "*" : "(";
     const char* r = c->significant ? "*" : ")";
-    return fmt::format("{:>{}.{}f} {}{:7.2f}%{}", c->value, kField, kPrecision, l, c->pct, r);
+    return fmt::format("{:>{}.{}f} {}{:7.2f}%{}", c->value, kField, kPrecision, l, *c->pct, r);
   };
   if (o.format == "markdown") {
     fmt::print(os, "**{}**: metric `{}` ({}), baseline `{}`; significance: {}\n\n", g.scenario, g.metric, direction,
@@ -254,11 +288,12 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
         auto it = at[key].find(col);
         if (it == at[key].end()) { os << " - |"; continue; }
         const CompareCell* c = it->second;
-        os << fmt::format(" {:.2f} {}{:.2f}%{} |", c->value, c->significant ? "*" : "(", c->pct, c->significant ? "*" : ")");
+        if (!c->pct) { os << fmt::format(" {:.2f} |", c->value); continue; }
+        os << fmt::format(" {:.2f} {}{:.2f}%{} |", c->value, c->significant ? "*" : "(", *c->pct, c->significant ? "*" : ")");
       }
       os << "\n";
     }
-    if (!hmean_note.empty()) os << "\nNote: " << hmean_note << "\n";
+    for (const std::string& n : notes) os << "\nNote: " << n << "\n";
     return;
   }
   // text: mmtests layout. Two header rows: each column label split at its first '-'.
@@ -286,7 +321,7 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     }
     os << "\n";
   }
-  if (!hmean_note.empty()) os << "# note: " << hmean_note << "\n";
+  for (const std::string& n : notes) os << "# note: " << n << "\n";
 }
 
 }  // namespace vcpusim::app

@@ -9,11 +9,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "app/records.h"
 
 namespace vcpusim::app {
 
@@ -34,6 +37,7 @@ struct Grouped {
   std::vector<std::string> columns;                        ///< baseline first
   std::vector<std::string> ops;                            ///< operation labels in order
   std::map<std::pair<std::string, std::string>, std::vector<double>> samples;  ///< (column, op)
+  LackingMetric lacking;                                   ///< records without the metric, by "op / column"
 };
 
 /// Groups records (from one scenario) for `metric`. ConfigError for an unknown metric, column
@@ -43,7 +47,10 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
 /// One rendered cell of a compare table.
 struct CompareCell {
   std::string stat, op, column;
-  double value = 0, pct = 0;
+  double value = 0;
+  /// Against the baseline's cell of the same row; none where the baseline has no sample at this
+  /// operation (there is nothing to compare with: it showed 0.00%, read as "no change").
+  std::optional<double> pct;
   bool significant = false;   ///< only on the mean row of non-baseline columns
 };
 
@@ -51,6 +58,9 @@ std::vector<CompareCell> compare_cells(const Grouped& g, const CompareOptions& o
 /// The "op / column" cells whose samples include one <= 0, where the Hmean rows are 0 (empty
 /// when lower is better: Amean rows).
 std::vector<std::string> nonpositive_cells(const Grouped& g, const CompareOptions& o);
+/// The "op / column" cells that have samples where the baseline column has none at that
+/// operation: cells without a percentage.
+std::vector<std::string> cells_without_baseline(const Grouped& g);
 
 void write_compare(std::ostream& os, const Grouped& g, const std::vector<CompareCell>& cells, const CompareOptions& o);
 

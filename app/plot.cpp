@@ -106,7 +106,7 @@ struct Series {
 
 }  // namespace
 
-std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const PlotOptions& o) {
+std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const PlotOptions& o, std::string* note) {
   if (records.empty()) throw ConfigError("<records>", 0, 0, "", "no records to plot");
   const std::string scenario = records.front().value("scenario", "");
   std::vector<std::string> fields;
@@ -150,6 +150,7 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
            std::make_pair(b.value("column_index", 0), b.value("point_index", 0));
   });
   std::vector<Series> series;
+  LackingMetric lacking;  // records without the metric: left out, and said so
   for (const auto& r : sorted) {
     const auto& p = r.at("point");
     const auto& c = r.at("column");
@@ -163,15 +164,19 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
     }
     for (const auto& f : fields)
       if (f != o.x && (by_column || f != o.by) && p.contains(f)) label += (label.empty() ? "" : ", ") + f + "=" + value_label(p.at(f));
-    if (label.empty()) label = o.metric;
     const auto& m = r.at("metrics");
-    if (!m.contains(o.metric)) continue;
+    if (!m.contains(o.metric)) {
+      lacking.count((label.empty() ? "" : label + " at ") + o.x + "=" + value_label(p.at(o.x)));
+      continue;
+    }
+    if (label.empty()) label = o.metric;
     auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.label == label; });
     if (it == series.end()) it = series.insert(series.end(), Series{label, {}});
     const auto xi = static_cast<std::size_t>(std::find(xs.begin(), xs.end(), p.at(o.x)) - xs.begin());
     it->samples[xi].push_back(m.at(o.metric).get<double>());
   }
 
+  if (note) *note = lacking.note(o.metric);
   std::string s = "# vcpusim plot: " + o.metric + " by " + o.x + "\n";
   std::size_t nmin = SIZE_MAX, nmax = 0;
   bool nonnegative = true;
@@ -322,7 +327,9 @@ void run_gnuplot(const std::string& plot_script, const std::string& out) {
 }
 
 void plot_records(const std::vector<nlohmann::json>& records, const PlotOptions& o) {
-  run_gnuplot(sweep_plot_script(records, o), o.out);
+  std::string note;
+  run_gnuplot(sweep_plot_script(records, o, &note), o.out);
+  if (!note.empty()) std::cerr << "plot: note: " << note << "\n";
 }
 
 void plot_reproduction(const Reproduction& r, const ReproductionResult& res, const std::string& out, const std::string& title) {

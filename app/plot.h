@@ -35,7 +35,8 @@ void check_figure_path(const std::string& out, const std::string& option);
 
 /// The gnuplot script (data included as datablocks) for a sweep plot. ConfigError for an
 /// unknown field or metric, naming the ones that exist.
-std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const PlotOptions& o);
+/// With `note`, it also says there which records lacked the metric and were left out ("" if none).
+std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const PlotOptions& o, std::string* note = nullptr);
 
 /// The gnuplot script drawing a reproduction's model beside its published cells.
 std::string reproduction_plot_script(const Reproduction& r, const ReproductionResult& res, const std::string& out,

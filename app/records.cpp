@@ -380,6 +380,20 @@ std::string metric_names_hint(const std::set<std::string>& metrics, const std::s
   return out;
 }
 
+void LackingMetric::count(const std::string& where) {
+  ++total_;
+  auto it = std::find_if(counts_.begin(), counts_.end(), [&](const auto& c) { return c.first == where; });
+  if (it == counts_.end()) counts_.emplace_back(where, 1);
+  else ++it->second;
+}
+
+std::string LackingMetric::note(const std::string& metric) const {
+  if (counts_.empty()) return "";
+  std::string places;
+  for (const auto& [where, n] : counts_) places += (places.empty() ? "" : ", ") + where + " (" + std::to_string(n) + ")";
+  return std::to_string(total_) + " record(s) have no metric '" + metric + "' and are left out: " + places;
+}
+
 std::vector<std::string> columns_in_order(const std::vector<nlohmann::json>& records) {
   std::map<std::uint64_t, std::string> by_index;
   for (const nlohmann::json* r : canonical_order(records)) {

@@ -165,6 +165,21 @@ std::vector<std::string> metric_names_near(const std::set<std::string>& metrics,
 /// 40 with a count of the rest (a large sweep's records have thousands: the message was 20 KB).
 std::string metric_names_hint(const std::set<std::string>& metrics, const std::string& wanted);
 
+/// The records a table or figure leaves out because they lack its metric (a per-VM metric such as
+/// vm.web-3.throughput exists only at points with that VM), counted by where they would have gone
+/// ("2 / new-B"; "HT at vms.web.count=1"), in the order first met. They were left out unsaid.
+class LackingMetric {
+ public:
+  void count(const std::string& where);
+  bool empty() const { return counts_.empty(); }
+  /// "3 record(s) have no metric 'M' and are left out: 2 / new-B (1), 3 / HT (2)"; "" when none.
+  std::string note(const std::string& metric) const;
+
+ private:
+  std::vector<std::pair<std::string, std::size_t>> counts_;
+  std::size_t total_ = 0;
+};
+
 /// Appends records to a file, one line each, flushed before append() returns; thread-safe.
 class RecordWriter {
  public:

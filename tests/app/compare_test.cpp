@@ -164,6 +164,99 @@ TEST(Compare, AnHmeanOverANonPositiveSampleIsNotedNamingItsCell) {
   EXPECT_TRUE(nonpositive_cells(g, o).empty());
 }
 
+// A cell whose baseline column has no sample at its operation has nothing to be compared with:
+// it showed ( 0.00%), read as "no change". It shows no percentage (blank in text and markdown,
+// an empty field in CSV, null in JSON), and every format notes the cells, naming them; a cell
+// whose baseline has samples keeps its percentage.
+TEST(Compare, ACellWhoseBaselineHasNoSampleHasNoPercentageAndIsNoted) {
+  std::vector<nlohmann::json> recs;
+  for (const nlohmann::json& r : golden_records())
+    if (!(r.at("column") == "base-A" && r.at("point_index") == 2)) recs.push_back(r);  // base-A has no op 2
+  CompareOptions o;
+  const Grouped g = group_records(recs, o);
+  const auto cells = compare_cells(g, o);
+  auto lines_of = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  const std::string note = "no sample at these cells' operations, so they have no percentage: 2 / new-B";
+
+  o.format = "text";
+  std::ostringstream text;
+  write_compare(text, g, cells, o);
+  int op2_rows = 0;
+  for (const std::string& l : lines_of(text.str())) {
+    std::istringstream words(l);
+    std::string stat, op;
+    words >> stat >> op;
+    if (stat.empty() || stat.front() == '#' || op != "2") continue;
+    ++op2_rows;
+    EXPECT_EQ(l.find('%'), std::string::npos) << l;
+  }
+  EXPECT_EQ(op2_rows, 8) << text.str();  // Min, Hmean, Stddev, CoeffVar, Max, BHmean-50/95/99
+  EXPECT_NE(text.str().find("(  16.67%)"), std::string::npos) << text.str();  // op 1 keeps its percentages
+  EXPECT_NE(text.str().find("# note: the baseline base-A has " + note), std::string::npos) << text.str();
+
+  o.format = "markdown";
+  std::ostringstream md;
+  write_compare(md, g, cells, o);
+  EXPECT_NE(md.str().find("| Hmean | 2 | - | 17.85 |\n"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("Note: the baseline base-A has " + note), std::string::npos) << md.str();
+
+  o.format = "csv";
+  std::ostringstream csv;
+  testing::internal::CaptureStderr();
+  write_compare(csv, g, cells, o);
+  const std::string csv_err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(csv.str().find("\nHmean,2,new-B,17.8512,,0\n"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find("\nHmean,1,new-B,200,16.6667,0\n"), std::string::npos) << csv.str();
+  EXPECT_NE(csv_err.find("vcpusim compare: note: the baseline base-A has " + note), std::string::npos) << csv_err;
+
+  o.format = "json";
+  std::ostringstream js;
+  write_compare(js, g, cells, o);
+  const nlohmann::json j = nlohmann::json::parse(js.str());
+  int op2_cells = 0;
+  for (const auto& c : j.at("cells")) {
+    if (c.at("op") == "2") {
+      ++op2_cells;
+      EXPECT_TRUE(c.at("pct").is_null()) << c.dump();
+    } else {
+      EXPECT_TRUE(c.at("pct").is_number()) << c.dump();
+    }
+  }
+  EXPECT_EQ(op2_cells, 8);
+  EXPECT_NE(j.at("note").get<std::string>().find(note), std::string::npos) << j.dump();
+}
+
+// A record without the compared metric (a per-VM metric exists only at points with that VM) was
+// left out of its cell with nothing said: the table ends with a note counting them by cell.
+TEST(Compare, RecordsWithoutTheMetricAreCountedInANoteByCell) {
+  std::vector<nlohmann::json> recs = golden_records();
+  for (auto& r : recs)
+    if ((r.at("column") == "base-A" && r.at("point_index") == 1 && r.at("repetition") == 0) ||
+        (r.at("column") == "new-B" && r.at("point_index") == 2 && r.at("repetition") != 2))
+      r["metrics"] = {{"vm.y.throughput", 1.0}};
+  CompareOptions o;
+  o.metric = "vm.x.throughput";
+  const Grouped g = group_records(recs, o);
+  const std::string note = "3 record(s) have no metric 'vm.x.throughput' and are left out: 1 / base-A (1), 2 / new-B (2)";
+  o.format = "text";
+  std::ostringstream text;
+  write_compare(text, g, compare_cells(g, o), o);
+  EXPECT_NE(text.str().find("# note: " + note + "\n"), std::string::npos) << text.str();
+  o.format = "json";
+  std::ostringstream js;
+  write_compare(js, g, compare_cells(g, o), o);
+  EXPECT_NE(nlohmann::json::parse(js.str()).at("note").get<std::string>().find(note), std::string::npos) << js.str();
+  std::ostringstream clean;
+  const Grouped all = group_records(golden_records(), o);
+  write_compare(clean, all, compare_cells(all, o), o);
+  EXPECT_EQ(clean.str().find("left out"), std::string::npos) << clean.str();
+}
+
 // A large sweep's records hold thousands of metric names, all of which a wrong --metric listed
 // (20 KB): the names under its prefix are listed, else at most 40 of all.
 TEST(Compare, AnUnknownMetricListsTheNamesUnderItsPrefixAndAtMostForty) {

@@ -142,6 +142,30 @@ TEST(CliPlot, DefaultOutputGoesIntoTheSweepDirectory) {
   EXPECT_TRUE(is_png(slurp(sweep_dir() + "/plot.png")));
 }
 
+// A record without the plotted metric was left out of its point with nothing said: plot names
+// how many, by line and x value.
+TEST(CliPlot, RecordsWithoutTheMetricAreCountedInANote) {
+  SKIP_WITHOUT_GNUPLOT();
+  const std::string d = fresh_dir("plot-lacking");
+  std::filesystem::create_directories(d);
+  {
+    std::ofstream f(d + "/records.jsonl");
+    int rep = 0;
+    for (int ci = 0; ci < 2; ++ci)
+      for (int x = 1; x <= 2; ++x)
+        for (rep = 0; rep < 2; ++rep) {
+          const bool lacks = ci == 1 && x == 1 && rep == 1;
+          f << "{\"scenario\":\"pl\",\"column\":\"" << (ci ? "noHT" : "HT") << "\",\"column_index\":" << ci
+            << ",\"point\":{\"x\":" << x << "},\"point_index\":" << x - 1 << ",\"repetition\":" << rep
+            << ",\"metrics\":{" << (lacks ? "" : "\"m\":" + std::to_string(10 * x + rep)) << "}}\n";
+        }
+  }
+  const Outcome o = run("plot " + d + " --x x --y m --out " + d + "/fig.svg");
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("plot: note: 1 record(s) have no metric 'm' and are left out: noHT at x=1 (1)"), std::string::npos)
+      << o.output;
+}
+
 TEST(CliPlot, UnknownMetricFieldOrFormatIsExitTwo) {
   // Checked before gnuplot runs, so these hold with or without it.
   const Outcome m = run("plot " + sweep_dir() + " --x vms.web.count --y vm.web.nope --out " + (scratch() / "x.png").string());
