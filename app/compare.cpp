@@ -212,9 +212,9 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
   if (!nonpositive.empty())
     notes.push_back("Hmean, HStddev and BHmean are defined for positive samples only; shown as 0 where a sample is 0 or less: " +
                     comma_join(nonpositive) + " (use --lower-is-better for the arithmetic mean)");
+  if (!g.lacking.empty()) notes.push_back(g.lacking.note(g.metric));
   // A cell whose baseline has no sample at its operation has nothing to be compared with: it
   // showed ( 0.00%), which read as "no change" with nothing said.
-  if (!g.lacking.empty()) notes.push_back(g.lacking.note(g.metric));
   const std::vector<std::string> unbased = cells_without_baseline(g);
   if (!unbased.empty())
     notes.push_back("the baseline " + col_name(g.columns.front()) +

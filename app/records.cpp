@@ -382,9 +382,11 @@ std::string metric_names_hint(const std::set<std::string>& metrics, const std::s
 
 void LackingMetric::count(const std::string& where) {
   ++total_;
-  auto it = std::find_if(counts_.begin(), counts_.end(), [&](const auto& c) { return c.first == where; });
-  if (it == counts_.end()) counts_.emplace_back(where, 1);
-  else ++it->second;
+  // By index, not by a scan of counts_: a large sweep's per-VM metric is missing from thousands
+  // of records over as many cells.
+  const auto [it, fresh] = slot_.try_emplace(where, counts_.size());
+  if (fresh) counts_.emplace_back(where, 0);
+  ++counts_[it->second].second;
 }
 
 std::string LackingMetric::note(const std::string& metric) const {

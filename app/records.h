@@ -176,7 +176,8 @@ class LackingMetric {
   std::string note(const std::string& metric) const;
 
  private:
-  std::vector<std::pair<std::string, std::size_t>> counts_;
+  std::vector<std::pair<std::string, std::size_t>> counts_;  ///< in the order first met
+  std::map<std::string, std::size_t> slot_;                  ///< where -> index in counts_
   std::size_t total_ = 0;
 };
 
