@@ -106,7 +106,7 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
     throw ConfigError("<command line>", 0, 0, "--by", "no swept field '" + g.by + "' (have: " + comma_join(fields) + ")");
 
   // Operations: the --by value, with any other swept fields appended; ordered by point_index.
-  std::map<int, std::string> op_by_index;
+  std::map<std::uint64_t, std::string> op_by_index;  // 64 bits, as the record readers take it
   for (const nlohmann::json* rp : in_order) {
     const auto& r = *rp;
     const auto& p = r.at("point");
@@ -114,8 +114,7 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
     for (const auto& f : fields)
       if (f != g.by && p.contains(f)) op += (op.empty() ? "" : ",") + f + "=" + value_label(p.at(f));
     if (op.empty()) op = "-";
-    const int idx = r.value("point_index", 0);
-    op_by_index.emplace(idx, op);
+    op_by_index.emplace(r.value("point_index", std::uint64_t{0}), op);
     const auto& m = r.at("metrics");
     const auto& c = r.at("column");
     const std::string col = c.is_null() ? "" : c.get<std::string>();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -133,8 +134,8 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
   }
 
   // x values in point order; numeric axis when every value is a number.
-  std::map<int, nlohmann::json> x_by_point;
-  for (const auto& r : records) x_by_point.emplace(r.value("point_index", 0), r.at("point").at(o.x));
+  std::map<std::uint64_t, nlohmann::json> x_by_point;  // 64 bits, as the record readers take the index
+  for (const auto& r : records) x_by_point.emplace(r.value("point_index", std::uint64_t{0}), r.at("point").at(o.x));
   std::vector<nlohmann::json> xs;
   for (const auto& [i, v] : x_by_point)
     if (std::find(xs.begin(), xs.end(), v) == xs.end()) xs.push_back(v);
@@ -146,8 +147,10 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
   // (records sorted by column and point first, so the order follows the sweep).
   std::vector<nlohmann::json> sorted = records;
   std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    return std::make_pair(a.value("column_index", 0), a.value("point_index", 0)) <
-           std::make_pair(b.value("column_index", 0), b.value("point_index", 0));
+    const auto key = [](const nlohmann::json& r) {
+      return std::make_pair(r.value("column_index", std::uint64_t{0}), r.value("point_index", std::uint64_t{0}));
+    };
+    return key(a) < key(b);
   });
   std::vector<Series> series;
   LackingMetric lacking;  // records without the metric: left out, and said so

@@ -10,6 +10,7 @@
 
 #include "app/compare.h"
 #include "app/config_error.h"
+#include "app/plot.h"
 #include "app/statistics.h"
 #include "app/text.h"
 
@@ -322,6 +323,30 @@ TEST(Compare, CsvQuotesOperationLabelsHoldingCommas) {
   std::ostringstream os;
   write_compare(os, g, cells, o);
   EXPECT_NE(os.str().find("\nHmean,\"3,setup=BM\",HT,1.5,0.0000,0\n"), std::string::npos) << os.str();
+}
+
+// Records carry point_index as a 64-bit count, as every record reader takes it; compare and
+// plot read it as an int, so an index past 2^32 wrapped onto a smaller one and that point's row vanished.
+TEST(Compare, PointIndicesPastThirtyTwoBitsKeepTheirRowsAndPlotPoints) {
+  std::vector<nlohmann::json> recs = golden_records();
+  CompareOptions o;
+  o.metric = "vm.x.throughput";
+  const std::vector<std::string> ops = group_records(recs, o).ops;
+  ASSERT_GE(ops.size(), 2u);
+  std::uint64_t first = UINT64_MAX, last = 0;
+  for (const auto& r : recs) {
+    first = std::min(first, r.at("point_index").get<std::uint64_t>());
+    last = std::max(last, r.at("point_index").get<std::uint64_t>());
+  }
+  for (auto& r : recs)  // the last point's index wraps, as an int, onto the first one's
+    if (r.at("point_index") == last) r["point_index"] = (std::uint64_t{1} << 32) + first;
+  EXPECT_EQ(group_records(recs, o).ops, ops);
+  // plot read both indices the same way: the wrapped point lost its x value.
+  PlotOptions p;
+  p.x = "vms.x.count";
+  p.metric = o.metric;
+  p.out = "fig.png";
+  EXPECT_EQ(sweep_plot_script(recs, p), sweep_plot_script(golden_records(), p));
 }
 
 }  // namespace vcpusim::app
