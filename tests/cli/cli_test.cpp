@@ -248,6 +248,31 @@ TEST(Cli, ATopologyFileThatIsASymlinkLoopSaysSo) {
   EXPECT_NE(s.output.find(loop), std::string::npos) << s.output;
 }
 
+// A preset (configs' topologies/NAME.yaml) that is a loop of symbolic links was an "unknown
+// topology preset", as if the name were a typo: find_config skipped it as absent. It is named
+// with the system's reason at the scenario's line, as a topology path is, whether written as a
+// preset name or as a path into a config directory. VCPUSIM_CONFIG_DIR is searched first.
+TEST(Cli, ATopologyPresetThatIsASymlinkLoopSaysSo) {
+  const std::filesystem::path dir = fresh_dir("preset-loop");
+  std::filesystem::create_directories(dir / "configs" / "topologies");
+  const std::filesystem::path preset = dir / "configs" / "topologies" / "looping.yaml";
+  std::filesystem::create_symlink("looping.yaml", preset);
+  const std::string loop = "Too many levels of symbolic links";
+  const std::string env = "VCPUSIM_CONFIG_DIR=" + (dir / "configs").string() + " timeout 120 " + binary() + " run ";
+  const struct {
+    std::string value, message;
+  } cases[] = {
+      {"looping", "3:11: topology: topology preset 'looping' (" + preset.string() + "): " + loop},
+      {"topologies/looping.yaml", "3:11: topology: topology file 'topologies/looping.yaml' (" + preset.string() + "): " + loop},
+  };
+  for (const auto& c : cases) {
+    const std::string path = write_temp("preset-loop.yaml", with("topology: desktop-4c8t", "topology: " + c.value));
+    const Outcome o = shell(env + path);
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find(path + ":" + c.message), std::string::npos) << o.output;
+  }
+}
+
 // A file's name goes into --json (`file`), and into `name:` and the records when the scenario
 // has none: not UTF-8, the run ended in a JSON type error after it ran (exit 1), and a sweep
 // wrote no record at all.
