@@ -226,6 +226,29 @@ TEST(Cli, MissingFileIsExitTwo) {
   EXPECT_NE(o.output.find("/nonexistent/scenario.yaml: cannot open file"), std::string::npos) << o.output;
 }
 
+// A scenario file that is a loop of symbolic links was "cannot open file" with no reason, which
+// left one to guess between a typo, the loop and a file one may not read: the system's reason
+// follows, after the file's name, exit 2, in every command that reads a scenario. (A test of
+// "Permission denied" would pass vacuously as root, who may read any file.)
+TEST(Cli, AScenarioFileThatIsASymlinkLoopSaysSo) {
+  const std::filesystem::path dir = fresh_dir("scenario-loop");
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("b.yaml", dir / "a.yaml");
+  std::filesystem::create_symlink("a.yaml", dir / "b.yaml");
+  const std::string a = (dir / "a.yaml").string();
+  for (const std::string& cmd : {"run " + a, "sweep " + a + " --out " + fresh_dir("scenario-loop-out"),
+                                 "trace " + a + " --out " + (dir / "t.json").string()}) {
+    const Outcome o = run(cmd);
+    EXPECT_EQ(o.status, 2) << cmd << "\n" << o.output;
+    EXPECT_NE(o.output.find(a + ": cannot open file: Too many levels of symbolic links"), std::string::npos)
+        << cmd << "\n" << o.output;
+  }
+  // An absent file is named as such too.
+  const Outcome o = run("run /nonexistent/scenario.yaml");
+  EXPECT_NE(o.output.find("/nonexistent/scenario.yaml: cannot open file: No such file or directory"), std::string::npos)
+      << o.output;
+}
+
 // A topology file that is a loop of symbolic links was "not found", which sent one looking for a
 // typo in a name that was right: the error says what is wrong, at the scenario's line and field.
 TEST(Cli, ATopologyFileThatIsASymlinkLoopSaysSo) {
