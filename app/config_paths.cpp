@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // This file implements the configuration search path (see config_paths.h). Every lookup goes
 // through std::filesystem with error codes: a missing or unreadable directory is just skipped,
-// and the caller reports "not found" with the list of places it looked.
+// and the caller reports "not found" with the list of places it looked, or the first place where
+// something could not be reached and why (ConfigMiss).
 #include "app/config_paths.h"
 
 #include <algorithm>
@@ -28,12 +29,17 @@ std::vector<std::string> config_search_dirs() {
   return dirs;
 }
 
-std::string find_config(const std::string& relative) {
+std::string find_config(const std::string& relative, ConfigMiss* miss) {
   if (relative.empty()) return "";
   for (const std::string& dir : config_search_dirs()) {
     fs::path p = fs::path(dir) / relative;
     std::error_code ec;
     if (fs::exists(p, ec)) return p.string();
+    // exists() clears ec for a name that is simply not there; what is left is why nothing can be
+    // read at it (a loop of symbolic links). The search goes on, as for an absent file, but the
+    // first such reason is kept for the caller's "not found" ("unknown preset" sent one looking
+    // for a typo in a name that was right).
+    if (ec && miss && miss->path.empty()) *miss = ConfigMiss{p.string(), ec.message()};
   }
   return "";
 }

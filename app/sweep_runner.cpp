@@ -44,6 +44,15 @@ void SweepProgress::done_one() {
   }
 }
 
+void SweepProgress::note(const std::string& line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A bar drawn and not finished has no newline yet; the note starts a line of its own, and
+  // the next done_one redraws the bar below it.
+  if (bar_ && done_ > 0 && done_ < total_) fmt::print(os_, "\n");
+  fmt::print(os_, "{}\n", line);
+  os_.flush();
+}
+
 SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
   SweepWork w;
   SweepSummary& sum = w.summary;
@@ -167,25 +176,23 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
   jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(todo, 1)));
   std::vector<std::thread> pool;
   // A thread the system will not start (--jobs 100000 past the process or address-space limit)
-  // threw out of emplace_back past the joinable threads already started, whose destructors
-  // called std::terminate: abort, exit 134. The started ones are told to stop after their run,
-  // joined, and the flag is named.
-  std::string not_started;
+  // throws std::system_error. The sweep degrades rather than fails: the threads that did start
+  // keep working, this thread works too, and every run is finished. Records are identical for
+  // any number of jobs, so only the time changes, and one line says so. (Refusing it, exit 2,
+  // was not deterministic: the started threads had sometimes finished every run already.)
   for (unsigned j = 1; j < jobs; ++j) {
     try {
       pool.emplace_back(worker);
     } catch (const std::system_error& e) {
-      failed = true;
-      not_started = fmt::format("{} runs in parallel need {} threads, and the system started only {} ({}): give a "
-                                "smaller --jobs (the records written are kept, and the command with a smaller --jobs resumes)",
-                                jobs, jobs, j, e.what());
+      const std::string asked = o.jobs ? std::to_string(o.jobs) : fmt::format("(default: one per core, {})", jobs);
+      prog.note(fmt::format("vcpusim: --jobs {}: the system started only {} more thread{} ({}); running {} at once", asked,
+                            pool.size(), pool.size() == 1 ? "" : "s", e.code().message(), pool.size() + 1));
       break;
     }
   }
-  if (not_started.empty()) worker();
+  worker();
   for (auto& th : pool) th.join();
   sum.written = written.load();
-  if (!not_started.empty()) throw ConfigError("<command line>", 0, 0, "--jobs", not_started);
   if (error) std::rethrow_exception(error);
   return sum;
 }

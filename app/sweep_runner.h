@@ -63,11 +63,13 @@ std::vector<ScenarioSpec> load_sweep_specs(const SweepPlan& plan);
 /// `spec` (that run's loaded scenario) and returns its record (README "Sweep records").
 nlohmann::json run_sweep_task(const SweepPlan& plan, const ScenarioSpec& spec, std::size_t task_index);
 
-/// Progress on a stream: a redrawn bar, or a plain line every 5 s; thread-safe.
+/// Progress on a stream: a redrawn bar, or a plain line every 5 s, and warnings; thread-safe.
 class SweepProgress {
  public:
   SweepProgress(std::ostream& os, bool bar, std::size_t total);
   void done_one();
+  /// Prints `line` on a line of its own (a warning), between bar redraws.
+  void note(const std::string& line);
 
  private:
   using clock = std::chrono::steady_clock;

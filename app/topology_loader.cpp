@@ -67,8 +67,12 @@ std::string searched_dirs() {
 std::string locate(const YamlReader& r, const std::string& value) {
   if (!looks_like_path(value)) {
     if (!is_preset_name(value)) r.fail("'" + value + "' is neither a preset name nor a path to a .yaml file");
-    std::string p = find_config("topologies/" + value + ".yaml");
+    ConfigMiss miss;
+    std::string p = find_config("topologies/" + value + ".yaml", &miss);
     if (p.empty()) {
+      // A preset that is there but cannot be reached (a loop of symbolic links) is named with
+      // the system's reason, as a topology path is below.
+      if (!miss.reason.empty()) r.fail("topology preset '" + value + "' (" + miss.path + "): " + miss.reason);
       std::vector<std::string> known = list_topology_presets();
       r.fail("unknown topology preset '" + value + "' (" +
              (known.empty() ? searched_dirs() : "known: " + join(known, ", ")) + ")");
@@ -90,7 +94,8 @@ std::string locate(const YamlReader& r, const std::string& value) {
   // directory, so a scenario may write `topologies/xeon-x5570-2s.yaml` from anywhere.
   fs::path beside = fs::path(r.file()).parent_path() / p;
   if (is_file(beside)) return beside.string();
-  std::string in_configs = find_config(value);
+  ConfigMiss miss;
+  std::string in_configs = find_config(value, &miss);
   if (!in_configs.empty() && is_file(in_configs)) return in_configs;
   // Something is there, but no file: say so, as for an absolute path ("not found" sent one
   // looking for a typo in a name that was right).
@@ -99,6 +104,7 @@ std::string locate(const YamlReader& r, const std::string& value) {
     r.fail("'" + value + "' is not a regular file (a topology file is a .yaml file)");
   if (ec)
     r.fail("topology file '" + value + "'" + (beside == p ? "" : " (" + beside.string() + ")") + ": " + ec.message());
+  if (!miss.reason.empty()) r.fail("topology file '" + value + "' (" + miss.path + "): " + miss.reason);
   r.fail("topology file '" + value + "' not found (looked beside " + r.file() + "; " + searched_dirs() + ")");
 }
 

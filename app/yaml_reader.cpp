@@ -2,12 +2,14 @@
 #include "app/yaml_reader.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/depthguard.h>
@@ -158,8 +160,16 @@ YamlReader YamlReader::load_file(const std::string& path) {
   if (!ec && std::filesystem::is_character_file(st)) throw ConfigError(path, 0, 0, "", "is a device, not a YAML file");
   if (!ec && std::filesystem::is_regular_file(st) && std::filesystem::file_size(path, ec) > kMaxBytes)
     throw ConfigError(path, 0, 0, "", "is larger than 64 MiB; no scenario is");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
+  if (!in) {
+    // "cannot open file" alone left one to guess between a typo, a loop of symbolic links and
+    // a file one may not read. The reason is the open's errno (libstdc++ opens with fopen, which
+    // sets it), else status()'s: e.g. "Too many levels of symbolic links", "Permission denied".
+    const int err = errno;
+    const std::string why = err ? std::generic_category().message(err) : ec ? ec.message() : "";
+    throw ConfigError(path, 0, 0, "", why.empty() ? "cannot open file" : "cannot open file: " + why);
+  }
   // Read up to the same bound: a pipe has no size to ask for, and <(yes '#') was read until
   // memory ran out (exit 2 saying the scenario was too large for the machine, or the OOM killer).
   std::string text;
