@@ -311,6 +311,9 @@ void run_gnuplot(const std::string& plot_script, const std::string& out) {
   }
   const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != 0) std::filesystem::remove(target.temp, ec);
+  // The script is kept for a gnuplot that ran and failed, to be read beside its output; one that
+  // never ran has nothing to show, and the script was left in the temporary directory unsaid.
+  if (code == 127) std::filesystem::remove(tmpl, ec);
   if (code == 127)
     throw std::runtime_error("cannot run '" + program + "': gnuplot is not installed (Debian: apt-get install gnuplot-nox; "
                              "scripts/setup.sh installs it) or not on PATH");

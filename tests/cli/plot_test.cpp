@@ -192,11 +192,18 @@ TEST(CliPlot, ReproducePlotWithAnUnknownFormatIsRefusedBeforeAnyRun) {
   EXPECT_FALSE(std::filesystem::exists(d + "/records.jsonl")) << o.output;
 }
 
-TEST(CliPlot, MissingGnuplotIsAClearErrorNotACrash) {
-  const Outcome o = shell("VCPUSIM_GNUPLOT=/nonexistent/gnuplot timeout 120 " + binary() + " plot " + sweep_dir() +
-                          " --x vms.web.count --y vm.web.throughput --out " + (scratch() / "none.png").string());
+// The script written for gnuplot stays behind only when gnuplot ran and failed, named in the
+// message; a gnuplot that is not there left it in the temporary directory unsaid, one per call.
+TEST(CliPlot, MissingGnuplotIsAClearErrorNotACrashAndLeavesNoScript) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fresh_dir("no-gnuplot-tmp");
+  fs::create_directories(tmp);
+  const Outcome o = shell("TMPDIR=" + tmp.string() + " VCPUSIM_GNUPLOT=/nonexistent/gnuplot timeout 120 " + binary() +
+                          " plot " + sweep_dir() + " --x vms.web.count --y vm.web.throughput --out " +
+                          (scratch() / "none.png").string());
   EXPECT_EQ(o.status, 1) << o.output;
   EXPECT_NE(o.output.find("gnuplot is not installed"), std::string::npos) << o.output;
+  EXPECT_TRUE(fs::is_empty(tmp)) << fs::directory_iterator(tmp)->path();
 }
 
 // gnuplot drew into the figure's file itself, removed first: a failing gnuplot (here `false`) lost
@@ -212,6 +219,12 @@ TEST(CliPlot, AFigureIsReplacedWholeAndALinkStaysALink) {
   const Outcome failed = shell("VCPUSIM_GNUPLOT=false timeout 120 " + binary() + " plot " + sweep_dir() + args + kept);
   EXPECT_EQ(failed.status, 1) << failed.output;
   EXPECT_EQ(slurp(kept), "<svg>previous</svg>");
+  // A gnuplot that ran and failed keeps its script, named in the message; this test removes it.
+  const std::string mark = "script kept: ";
+  const auto at = failed.output.find(mark);
+  ASSERT_NE(at, std::string::npos) << failed.output;
+  const std::string script = failed.output.substr(at + mark.size(), failed.output.find(')', at) - at - mark.size());
+  EXPECT_TRUE(fs::remove(script)) << script;
   const fs::path target = dir / "target.svg", link = dir / "link.svg";
   { std::ofstream(target) << "<svg>previous</svg>"; }
   fs::create_symlink("target.svg", link);
