@@ -25,6 +25,13 @@ std::string col_name(const std::string& c) { return c.empty() ? std::string("(no
 // A cell as notes name it: "op / column".
 std::string cell_name(const std::string& op, const std::string& col) { return op + " / " + col_name(col); }
 
+// The samples of column `col` at operation `op`, or nullptr when it has none: the one test of
+// whether a cell has anything to show, compare with or note.
+const std::vector<double>* samples_at(const Grouped& g, const std::string& col, const std::string& op) {
+  const auto it = g.samples.find({col, op});
+  return it == g.samples.end() || it->second.empty() ? nullptr : &it->second;
+}
+
 }  // namespace
 
 double pdiff(double now, double base) {
@@ -164,23 +171,21 @@ std::vector<CompareCell> compare_cells(const Grouped& g, const CompareOptions& o
     for (const std::string& op : g.ops) {
       // An operation where every record lacks the metric had no row at all, which read as a
       // point that was not run: it gets empty cells (the note counts its records).
-      const bool none = std::none_of(g.columns.begin(), g.columns.end(), [&](const std::string& col) {
-        auto it = g.samples.find({col, op});
-        return it != g.samples.end() && !it->second.empty();
-      });
+      const bool none = std::none_of(g.columns.begin(), g.columns.end(),
+                                     [&](const std::string& col) { return samples_at(g, col, op) != nullptr; });
       if (none) {
         for (const std::string& col : g.columns) cells.push_back({row.label, op, col, std::nullopt, std::nullopt, false});
         continue;
       }
-      auto bit = g.samples.find({base_col, op});
+      const std::vector<double>* base_samples = samples_at(g, base_col, op);
       for (const std::string& col : g.columns) {
-        auto it = g.samples.find({col, op});
-        if (it == g.samples.end() || it->second.empty()) continue;
-        CompareCell c{row.label, op, col, row.stat(it->second, hi), std::nullopt, false};
-        if (bit != g.samples.end() && !bit->second.empty()) {
-          const double base = row.stat(bit->second, hi);
+        const std::vector<double>* samples = samples_at(g, col, op);
+        if (!samples) continue;
+        CompareCell c{row.label, op, col, row.stat(*samples, hi), std::nullopt, false};
+        if (base_samples) {
+          const double base = row.stat(*base_samples, hi);
           c.pct = (row.spread || !hi) ? pndiff(*c.value, base) : pdiff(*c.value, base);
-          if (row.label == mean && col != base_col) c.significant = significant(bit->second, it->second, hi, o.rule);
+          if (row.label == mean && col != base_col) c.significant = significant(*base_samples, *samples, hi, o.rule);
         }
         cells.push_back(c);
       }
@@ -193,22 +198,18 @@ std::vector<std::string> nonpositive_cells(const Grouped& g, const CompareOption
   if (!o.higher_is_better) return out;
   for (const std::string& op : g.ops)
     for (const std::string& col : g.columns) {
-      auto it = g.samples.find({col, op});
-      if (it != g.samples.end() && !it->second.empty() && summarize(it->second).min <= 0) out.push_back(cell_name(op, col));
+      const std::vector<double>* samples = samples_at(g, col, op);
+      if (samples && summarize(*samples).min <= 0) out.push_back(cell_name(op, col));
     }
   return out;
 }
 
 std::vector<std::string> cells_without_baseline(const Grouped& g) {
   std::vector<std::string> out;
-  auto has_samples = [&](const std::string& col, const std::string& op) {
-    auto it = g.samples.find({col, op});
-    return it != g.samples.end() && !it->second.empty();
-  };
   for (const std::string& op : g.ops) {
-    if (has_samples(g.columns.front(), op)) continue;
+    if (samples_at(g, g.columns.front(), op)) continue;
     for (const std::string& col : g.columns)
-      if (has_samples(col, op)) out.push_back(cell_name(op, col));
+      if (samples_at(g, col, op)) out.push_back(cell_name(op, col));
   }
   return out;
 }
