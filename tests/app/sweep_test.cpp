@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "app/sweep.h"
 #include "app/records.h"
 #include "app/sweep_runner.h"
+#include "cli_support.h"
 
 namespace vcpusim::app {
 namespace {
@@ -562,8 +562,7 @@ TEST(Sweep, AMappingOrListValueSpeltTwoWaysIsGivenTwice) {
 // seeds and counted twice. Files are compared by canonical path; two files are two values.
 TEST(Sweep, ATopologyFileNamedTwoWaysIsGivenTwice) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("vcpusim-sweep-topology-" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = test::fresh_dir("sweep-topology");
   fs::create_directories(dir / "sub");
   const std::string machine = "sockets: 1\ncores_per_socket: 4\nthreads_per_core: 2\nnodes: 1\n";
   std::ofstream(dir / "box.yaml") << machine;
@@ -699,7 +698,7 @@ TEST(Sweep, SampleHasEveryRunOfASmallPlanAndEveryValueOfEveryAxisOfALargeOne) {
 // other's write, errno untouched, and threw the same words without "File too large"; whichever
 // worker stored its error first was the one the user saw. A later append gives the first failure.
 TEST(RecordWriter, EveryAppendAfterAFailedWriteGivesTheFirstFailure) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("vcpusim-writer-full-" + std::to_string(getpid()) + ".jsonl")).string();
+  const std::string path = (test::scratch() / "writer-full.jsonl").string();
   std::filesystem::remove(path);
   rlimit before{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
