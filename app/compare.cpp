@@ -25,6 +25,13 @@ std::string col_name(const std::string& c) { return c.empty() ? std::string("(no
 // A cell as notes name it: "op / column".
 std::string cell_name(const std::string& op, const std::string& col) { return op + " / " + col_name(col); }
 
+// The samples of column `col` at operation `op`, or nullptr when it has none: the one test of
+// whether a cell has anything to show, compare with or note.
+const std::vector<double>* samples_at(const Grouped& g, const std::string& col, const std::string& op) {
+  const auto it = g.samples.find({col, op});
+  return it == g.samples.end() || it->second.empty() ? nullptr : &it->second;
+}
+
 }  // namespace
 
 double pdiff(double now, double base) {
@@ -162,15 +169,23 @@ std::vector<CompareCell> compare_cells(const Grouped& g, const CompareOptions& o
   const std::string& base_col = g.columns.front();
   for (const Row& row : rows)
     for (const std::string& op : g.ops) {
-      auto bit = g.samples.find({base_col, op});
+      // An operation where every record lacks the metric had no row at all, which read as a
+      // point that was not run: it gets empty cells (the note counts its records).
+      const bool none = std::none_of(g.columns.begin(), g.columns.end(),
+                                     [&](const std::string& col) { return samples_at(g, col, op) != nullptr; });
+      if (none) {
+        for (const std::string& col : g.columns) cells.push_back({row.label, op, col, std::nullopt, std::nullopt, false});
+        continue;
+      }
+      const std::vector<double>* base_samples = samples_at(g, base_col, op);
       for (const std::string& col : g.columns) {
-        auto it = g.samples.find({col, op});
-        if (it == g.samples.end() || it->second.empty()) continue;
-        CompareCell c{row.label, op, col, row.stat(it->second, hi), std::nullopt, false};
-        if (bit != g.samples.end() && !bit->second.empty()) {
-          const double base = row.stat(bit->second, hi);
-          c.pct = (row.spread || !hi) ? pndiff(c.value, base) : pdiff(c.value, base);
-          if (row.label == mean && col != base_col) c.significant = significant(bit->second, it->second, hi, o.rule);
+        const std::vector<double>* samples = samples_at(g, col, op);
+        if (!samples) continue;
+        CompareCell c{row.label, op, col, row.stat(*samples, hi), std::nullopt, false};
+        if (base_samples) {
+          const double base = row.stat(*base_samples, hi);
+          c.pct = (row.spread || !hi) ? pndiff(*c.value, base) : pdiff(*c.value, base);
+          if (row.label == mean && col != base_col) c.significant = significant(*base_samples, *samples, hi, o.rule);
         }
         cells.push_back(c);
       }
@@ -183,22 +198,18 @@ std::vector<std::string> nonpositive_cells(const Grouped& g, const CompareOption
   if (!o.higher_is_better) return out;
   for (const std::string& op : g.ops)
     for (const std::string& col : g.columns) {
-      auto it = g.samples.find({col, op});
-      if (it != g.samples.end() && !it->second.empty() && summarize(it->second).min <= 0) out.push_back(cell_name(op, col));
+      const std::vector<double>* samples = samples_at(g, col, op);
+      if (samples && summarize(*samples).min <= 0) out.push_back(cell_name(op, col));
     }
   return out;
 }
 
 std::vector<std::string> cells_without_baseline(const Grouped& g) {
   std::vector<std::string> out;
-  auto has_samples = [&](const std::string& col, const std::string& op) {
-    auto it = g.samples.find({col, op});
-    return it != g.samples.end() && !it->second.empty();
-  };
   for (const std::string& op : g.ops) {
-    if (has_samples(g.columns.front(), op)) continue;
+    if (samples_at(g, g.columns.front(), op)) continue;
     for (const std::string& col : g.columns)
-      if (has_samples(col, op)) out.push_back(cell_name(op, col));
+      if (samples_at(g, col, op)) out.push_back(cell_name(op, col));
   }
   return out;
 }
@@ -232,7 +243,8 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     j["significance_rule"] = o.rule == SignificanceRule::kTTest ? "ttest" : "interval";
     j["cells"] = nlohmann::json::array();
     for (const auto& c : cells)
-      j["cells"].push_back({{"stat", c.stat}, {"op", c.op}, {"column", col_name(c.column)}, {"value", c.value},
+      j["cells"].push_back({{"stat", c.stat}, {"op", c.op}, {"column", col_name(c.column)},
+                            {"value", c.value ? nlohmann::json(*c.value) : nlohmann::json()},
                             {"pct", c.pct ? nlohmann::json(*c.pct) : nlohmann::json()}, {"significant", c.significant}});
     if (!notes.empty()) {  // one line per note
       std::string note;
@@ -253,7 +265,8 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     };
     os << "stat,op,column,value,pct,significant\n";
     for (const auto& c : cells)
-      fmt::print(os, "{},{},{},{:.6g},{},{}\n", field(c.stat), field(c.op), field(col_name(c.column)), c.value,
+      fmt::print(os, "{},{},{},{},{},{}\n", field(c.stat), field(c.op), field(col_name(c.column)),
+                 c.value ? fmt::format("{:.6g}", *c.value) : "",
                  c.pct ? fmt::format("{:.4f}", *c.pct) : "", c.significant ? 1 : 0);
     for (const std::string& n : notes) std::cerr << "vcpusim compare: note: " << n << "\n";  // CSV rows stay rows
     return;
@@ -267,11 +280,11 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
     at[key][c.column] = &c;
   }
   auto cell_text = [&](const CompareCell* c) {
-    if (!c) return fmt::format("{:>{}} {:>10}", "-", kField, "");
-    if (!c->pct) return fmt::format("{:>{}.{}f} {:>10}", c->value, kField, kPrecision, "");
+    if (!c || !c->value) return fmt::format("{:>{}} {:>10}", "-", kField, "");
+    if (!c->pct) return fmt::format("{:>{}.{}f} {:>10}", *c->value, kField, kPrecision, "");
     const char* l = c->significant ? "*" : "(";
     const char* r = c->significant ? "*" : ")";
-    return fmt::format("{:>{}.{}f} {}{:7.2f}%{}", c->value, kField, kPrecision, l, *c->pct, r);
+    return fmt::format("{:>{}.{}f} {}{:7.2f}%{}", *c->value, kField, kPrecision, l, *c->pct, r);
   };
   if (o.format == "markdown") {
     fmt::print(os, "**{}**: metric `{}` ({}), baseline `{}`; significance: {}\n\n", g.scenario, g.metric, direction,
@@ -285,10 +298,10 @@ void write_compare(std::ostream& os, const Grouped& g, const std::vector<Compare
       os << "| " << key.first << " | " << key.second << " |";
       for (const auto& col : g.columns) {
         auto it = at[key].find(col);
-        if (it == at[key].end()) { os << " - |"; continue; }
+        if (it == at[key].end() || !it->second->value) { os << " - |"; continue; }
         const CompareCell* c = it->second;
-        if (!c->pct) { os << fmt::format(" {:.2f} |", c->value); continue; }
-        os << fmt::format(" {:.2f} {}{:.2f}%{} |", c->value, c->significant ? "*" : "(", *c->pct, c->significant ? "*" : ")");
+        if (!c->pct) { os << fmt::format(" {:.2f} |", *c->value); continue; }
+        os << fmt::format(" {:.2f} {}{:.2f}%{} |", *c->value, c->significant ? "*" : "(", *c->pct, c->significant ? "*" : ")");
       }
       os << "\n";
     }

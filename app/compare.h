@@ -47,7 +47,9 @@ Grouped group_records(const std::vector<nlohmann::json>& records, const CompareO
 /// One rendered cell of a compare table.
 struct CompareCell {
   std::string stat, op, column;
-  double value = 0;
+  /// None at an operation where no column has a sample (every record there lacks the metric):
+  /// its row is shown with empty cells, so that the table has one row per operation.
+  std::optional<double> value;
   /// Against the baseline's cell of the same row; none where the baseline has no sample at this
   /// operation (there is nothing to compare with: it showed 0.00%, read as "no change").
   std::optional<double> pct;

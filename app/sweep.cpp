@@ -177,24 +177,52 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
   YAML::Node cur;
   cur.reset(doc);
   std::string resolved;  // the path so far, list elements by index: one key however spelt
-  auto enter = [&](YAML::Node slot_owner, auto slot, const YAML::Node& child) {
+  // The batch's record of `cur` (nullptr without a batch): the document itself is at "".
+  OverrideCopy* cur_copy = nullptr;
+  if (copies) {
+    cur_copy = &(*copies)[""];
+    if (!cur_copy->node.is(doc)) *cur_copy = OverrideCopy{doc, {}, false};
+  }
+  // The node that holds `key`'s value in mapping `cur`, made (null) when it has none, as
+  // cur[key] finds or makes it. In a batch, through the copy's index of its keys: cur[key]
+  // compares the key with each key in turn. Every key a batch adds to a copy goes through here,
+  // so the index stays whole; nothing else in the batch looks a key up in a copy non-const, which
+  // would add a key the index does not hold.
+  auto slot_of = [&](const std::string& key) {
+    if (!cur_copy) return YAML::Node(cur[key]);
+    if (!cur_copy->indexed) {
+      for (const auto& kv : cur)
+        if (kv.first.IsScalar()) cur_copy->slots.try_emplace(kv.first.Scalar(), kv.second);  // the first of a key, as cur[key]
+      cur_copy->indexed = true;
+    }
+    auto [it, added] = cur_copy->slots.try_emplace(key);
+    if (added) {
+      YAML::Node slot(YAML::NodeType::Null);
+      cur.force_insert(key, slot);  // appended, as cur[key] appends it
+      it->second = slot;
+    }
+    return it->second;
+  };
+  // Moves `cur` into the container held by `slot` (a node of `cur`), first copying it there.
+  auto enter = [&](const YAML::Node& slot) {
     // A container this batch copied already is its own: written in place. (Each copy merged
     // yaml-cpp's whole node pool into the new node's, so 3000 --set options of one mapping
     // took 9 s and 1.2 GB.)
     if (copies) {
       auto it = copies->find(resolved);
       if (it != copies->end()) {
-        cur.reset(it->second);
+        cur.reset(it->second.node);
+        cur_copy = &it->second;
         return;
       }
     }
     YAML::Node copy;
-    if (!child || child.IsNull()) copy.reset(YAML::Node(YAML::NodeType::Map));
-    else copy.reset(shallow_copy(child));
-    slot_owner[slot] = copy;
-    YAML::Node next = slot_owner[slot];
-    cur.reset(next);
-    if (copies) copies->insert_or_assign(resolved, cur);
+    if (!slot || slot.IsNull()) copy.reset(YAML::Node(YAML::NodeType::Map));
+    else copy.reset(shallow_copy(slot));
+    YAML::Node write = slot;  // assigning re-points the wrapper too: a throwaway one
+    write = copy;
+    cur.reset(slot);
+    if (copies) cur_copy = &copies->insert_or_assign(resolved, OverrideCopy{cur, {}, false}).first->second;
   };
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string& key = parts[i];
@@ -204,26 +232,24 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
       if (parse_index(key, idx)) {
         found = idx < cur.size();
       } else {
-        for (std::size_t j = 0; j < cur.size() && !found; ++j)
-          if (cur[j].IsMap() && cur[j]["name"] && cur[j]["name"].Scalar() == key) {
+        for (std::size_t j = 0; j < cur.size() && !found; ++j) {
+          const YAML::Node element = cur[j];  // const: a non-const ["name"] adds the key to an element without one
+          if (element.IsMap() && element["name"] && element["name"].Scalar() == key) {
             idx = j;
             found = true;
           }
+        }
       }
       if (!found) at.fail("'" + path + "': no element '" + key + "' in the list '" + (i ? parts[i - 1] : "") + "'");
       resolved += "\n" + std::to_string(idx);
       if (field) *field += "[" + std::to_string(idx) + "]";
-      const YAML::Node owner = cur;
-      const YAML::Node element = owner[idx];
-      enter(owner, idx, element);
+      enter(cur[idx]);
       continue;
     }
     if (!cur.IsMap()) at.fail("'" + path + "': '" + (i ? parts[i - 1] : "") + "' is not a mapping");
     resolved += "\n" + key;
     if (field) *field += (field->empty() ? "" : ".") + key;
-    const YAML::Node owner = cur;
-    const YAML::Node child = owner[key];
-    enter(owner, key, child);
+    enter(slot_of(key));
   }
   const std::string& leaf = parts.back();
   // The value replaces whatever this batch copied at or below the leaf: a later override inside
@@ -243,7 +269,8 @@ void apply_override(YAML::Node doc, const std::string& path, const YAML::Node& v
   }
   if (!cur.IsMap()) at.fail("'" + path + "': the parent is not a mapping");
   if (field) *field += (field->empty() ? "" : ".") + leaf;
-  cur[leaf] = value;
+  YAML::Node write = slot_of(leaf);
+  write = value;
 }
 
 namespace {

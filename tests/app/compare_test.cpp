@@ -258,6 +258,44 @@ TEST(Compare, RecordsWithoutTheMetricAreCountedInANoteByCell) {
   EXPECT_EQ(clean.str().find("left out"), std::string::npos) << clean.str();
 }
 
+// An operation where every record lacks the compared metric (a per-VM metric at a point without
+// that VM) had no row at all, which read as a point that was not run. Its rows are shown with
+// empty cells, as a cell without a sample is ("-" in text and markdown, an empty value in CSV,
+// null in JSON), in operation order, and the note still counts its records.
+TEST(Compare, AnOperationWhoseRecordsAllLackTheMetricKeepsItsRowsWithEmptyCells) {
+  std::vector<nlohmann::json> recs = golden_records();
+  for (auto& r : recs)
+    if (r.at("point_index") == 1) r["metrics"] = {{"vm.y.throughput", 1.0}};
+  CompareOptions o;
+  o.metric = "vm.x.throughput";
+  const Grouped g = group_records(recs, o);
+  const std::string note = "6 record(s) have no metric 'vm.x.throughput' and are left out: 1 / base-A (3), 1 / new-B (3)";
+  auto render = [&](const char* format) {
+    o.format = format;
+    std::ostringstream os;
+    write_compare(os, g, compare_cells(g, o), o);
+    return os.str();
+  };
+  const std::string text = render("text");
+  const std::string empty = std::string(11, ' ') + "-" + std::string(11, ' ');  // a "-" value, no percentage
+  EXPECT_NE(text.find("Hmean     1  " + empty + " " + empty + "\nHmean     2 "), std::string::npos) << text;
+  EXPECT_NE(text.find("# note: " + note + "\n"), std::string::npos) << text;
+  const std::string md = render("markdown");
+  EXPECT_NE(md.find("| Hmean | 1 | - | - |\n| Hmean | 2 |"), std::string::npos) << md;
+  const std::string csv = render("csv");
+  EXPECT_NE(csv.find("\nHmean,1,base-A,,,0\nHmean,1,new-B,,,0\nHmean,2,base-A,"), std::string::npos) << csv;
+  const nlohmann::json j = nlohmann::json::parse(render("json"));
+  std::size_t nulls = 0;
+  for (const auto& c : j.at("cells"))
+    if (c.at("op") == "1") {
+      EXPECT_TRUE(c.at("value").is_null()) << c.dump();
+      EXPECT_TRUE(c.at("pct").is_null()) << c.dump();
+      ++nulls;
+    }
+  EXPECT_EQ(nulls, 2u * 8u) << j.dump();  // both columns, each of the 8 statistic rows
+  EXPECT_NE(j.at("note").get<std::string>().find(note), std::string::npos) << j.dump();
+}
+
 // A large sweep's records hold thousands of metric names, all of which a wrong --metric listed
 // (20 KB): the names under its prefix are listed, else at most 40 of all.
 TEST(Compare, AnUnknownMetricListsTheNamesUnderItsPrefixAndAtMostForty) {

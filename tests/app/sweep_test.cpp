@@ -6,17 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "app/command_line_sets.h"
 #include "app/scenario.h"
 #include "app/sweep.h"
 #include "app/records.h"
 #include "app/sweep_runner.h"
+#include "cli_support.h"
 
 namespace vcpusim::app {
 namespace {
@@ -138,6 +139,81 @@ TEST(Sweep, OverridesOfOneBatchCopyEachContainerOnceAndLeaveTheOriginal) {
   EXPECT_EQ(doc["vms"][0]["workload"]["kind"].as<std::string>(), "sysbench-cpu");
   EXPECT_EQ(around["threads"].as<int>(), 8);  // the value given was copied, not written into
   EXPECT_EQ(doc["vms"][1]["vcpus"].as<int>(), 1);
+}
+
+// A batch finds a copied mapping's keys by an index built once (yaml-cpp compares a key with
+// each key in turn: 10,000 overrides of one mapping made 50 million comparisons). Overrides in
+// a batch give the document that the same overrides give one at a time without a batch, key
+// order included: new keys appended, a key set again in its place, keys of the document itself,
+// a mapping made on the way, and a list element found by a name an override gave it.
+TEST(Sweep, ManyOverridesOfOneMappingInABatchGiveTheDocumentOfOneAtATime) {
+  const std::string text = std::string(kBase) + "extra: [{x: 1}, {y: 2}]\n";
+  const YamlReader root = YamlReader::load_string(text, "s.yaml");
+  const YamlReader at(root.node(), "s.yaml", "");
+  std::vector<std::pair<std::string, std::string>> overrides{{"vms.a.workload.threads", "3"}, {"extra.0.x", "3"}};
+  for (int i = 0; i < 100; ++i) overrides.emplace_back("vms.a.workload.k" + std::to_string(i), std::to_string(i));
+  overrides.insert(overrides.end(), {{"vms.a.workload.k7", "again"}, {"vms.a.workload.threads", "4"},
+                                     {"vms.a.workload.made.sub", "made"}, {"vms.a.workload.made.other", "too"},
+                                     {"top", "1"}, {"duration", "20ms"}, {"top", "2"},
+                                     {"extra.0.name", "first"}, {"extra.first.x", "5"}, {"vms.b.workload.new", "b"}});
+  YAML::Node batch = shallow_copy(root.node());
+  OverrideCopies copies;
+  std::vector<std::string> batch_fields;
+  for (const auto& [path, value] : overrides) {
+    std::string field;
+    apply_override(batch, path, YAML::Load(value), at, &copies, &field);
+    batch_fields.push_back(field);
+  }
+  std::vector<std::string> single_fields;
+  YAML::Node single = shallow_copy(root.node());
+  for (const auto& [path, value] : overrides) {
+    std::string field;
+    apply_override(single, path, YAML::Load(value), at, nullptr, &field);
+    single_fields.push_back(field);
+  }
+  EXPECT_EQ(YAML::Dump(batch), YAML::Dump(single));
+  EXPECT_EQ(batch_fields, single_fields);
+  EXPECT_EQ(batch["vms"][0]["workload"].size(), 2u + 100u + 1u);
+  EXPECT_EQ(batch["vms"][0]["workload"]["k7"].as<std::string>(), "again");
+  EXPECT_EQ(batch["vms"][0]["workload"]["made"]["other"].as<std::string>(), "too");
+  EXPECT_EQ(batch["extra"][0]["x"].as<int>(), 5);
+  EXPECT_EQ(batch["top"].as<int>(), 2);
+  EXPECT_EQ(YAML::Dump(root.node()), YAML::Dump(YamlReader::load_string(text, "s.yaml").node()));  // untouched
+  // A probe for an element's name: leaves no key behind that a later override would add twice.
+  EXPECT_THROW(apply_override(batch, "extra.second.x", YAML::Load("1"), at, &copies), ConfigError);
+  apply_override(batch, "extra.1.name", YAML::Load("second"), at, &copies);
+  apply_override(batch, "extra.second.y", YAML::Load("6"), at, &copies);
+  EXPECT_EQ(YAML::Dump(batch["extra"][1]), "y: 6\nname: second");
+}
+
+// Many --set options into one mapping (applied through the batch's index, and again when an
+// error is blamed) give every key, and the error in the first of them is that option's.
+TEST(Sweep, ManySetsIntoOneMappingGiveEveryKeyAndBlameTheFirstBadOne) {
+  const YamlReader root = YamlReader::load_string(kBase, "s.yaml");
+  std::vector<std::string> texts{"vms.a.workload.threads=3"};
+  for (int i = 0; i < 3000; ++i) texts.push_back("vms.a.workload.k" + std::to_string(i) + "=" + std::to_string(i));
+  const std::vector<CommandLineSet> sets = parse_command_line_sets("--set", texts);
+  const YamlReader applied = apply_command_line_sets(root, sets);
+  const nlohmann::json workload = yaml_to_json(applied.node()["vms"][0]["workload"]);
+  ASSERT_EQ(workload.size(), 2u + 3000u);
+  EXPECT_EQ(workload.at("threads"), 3);
+  EXPECT_EQ(workload.at("k2999"), 2999);
+  EXPECT_FALSE(root.node()["vms"][0]["workload"]["k0"]);  // the file's document is untouched
+  std::string error = "no error";
+  try {
+    load_scenario(applied);
+  } catch (const ConfigError& e) {
+    error = blame_command_line_sets(sets, root.node(), e).what();
+  }
+  EXPECT_EQ(error.find("<command line>: --set vms.a.workload.k0: unknown key (allowed here: "), 0u) << error;
+  std::vector<std::string> twice = texts;
+  twice.push_back("vms.a.workload.k17=1");
+  try {
+    parse_command_line_sets("--set", twice);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "<command line>: --set vms.a.workload.k17: given twice");
+  }
 }
 
 TEST(Sweep, SeedsDependOnlyOnThePoint) {
@@ -562,8 +638,7 @@ TEST(Sweep, AMappingOrListValueSpeltTwoWaysIsGivenTwice) {
 // seeds and counted twice. Files are compared by canonical path; two files are two values.
 TEST(Sweep, ATopologyFileNamedTwoWaysIsGivenTwice) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("vcpusim-sweep-topology-" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = test::fresh_dir("sweep-topology");
   fs::create_directories(dir / "sub");
   const std::string machine = "sockets: 1\ncores_per_socket: 4\nthreads_per_core: 2\nnodes: 1\n";
   std::ofstream(dir / "box.yaml") << machine;
@@ -699,7 +774,7 @@ TEST(Sweep, SampleHasEveryRunOfASmallPlanAndEveryValueOfEveryAxisOfALargeOne) {
 // other's write, errno untouched, and threw the same words without "File too large"; whichever
 // worker stored its error first was the one the user saw. A later append gives the first failure.
 TEST(RecordWriter, EveryAppendAfterAFailedWriteGivesTheFirstFailure) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("vcpusim-writer-full-" + std::to_string(getpid()) + ".jsonl")).string();
+  const std::string path = (test::scratch() / "writer-full.jsonl").string();
   std::filesystem::remove(path);
   rlimit before{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
