@@ -10,6 +10,7 @@
 
 #include "app/config_error.h"
 #include "app/reproduce.h"
+#include "cli_support.h"
 
 namespace vcpusim::app {
 namespace {
@@ -63,7 +64,7 @@ explain: [bm.cpu.steal_pct]
 
 /// Where the test reproduction `name` is written (the file its errors name).
 std::string repro_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("vcpusim-reproduce-test-" + name + ".yaml")).string();
+  return (test::scratch() / ("vcpusim-reproduce-test-" + name + ".yaml")).string();
 }
 
 /// The ConfigError text loading `name_or_path` with these options gives; "no error" if it loads.
@@ -243,7 +244,7 @@ TEST(Reproduce, UnknownMeanIsAConfigErrorAtItsLine) {
   const std::string from = "mean: arithmetic";
   ASSERT_NE(yaml.find(from), std::string::npos);
   yaml.replace(yaml.find(from), from.size(), "mean: geometric");
-  const auto path = std::filesystem::temp_directory_path() / "vcpusim-reproduce-bad-mean.yaml";
+  const auto path = test::scratch() / "reproduce-bad-mean.yaml";
   std::ofstream(path) << yaml;
   try {
     load_reproduction(path.string(), {});
