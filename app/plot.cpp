@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -205,8 +206,13 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
   s += "set grid ytics lc rgb \"#dddddd\"\nset key outside right top box opaque\nset border 3\nset tics nomirror\n";
   s += "set bars small\n";
   if (nonnegative) s += "set yrange [0:*]\n";
-  if (numeric) {
-    s += "set offsets graph 0.04, graph 0.04, 0, 0\n";
+  if (numeric && !xs.empty()) {
+    // The range spans every swept x, drawn or not: autoscaled, it ended at the last x with a
+    // sample, so an x whose records all lack the metric (counted in the note) at an end of the
+    // axis lost its tick and its place. 4% of the span each side, as the offsets gave before.
+    const double lo = xs.front().get<double>(), hi = xs.back().get<double>();
+    const double pad = hi > lo ? (hi - lo) * 0.04 : std::max(std::abs(lo) * 0.04, 0.5);
+    s += fmt::format("set xrange [{:.17g}:{:.17g}]\n", lo - pad, hi + pad);
     s += "set xtics (";
     for (std::size_t i = 0; i < xs.size(); ++i) s += fmt::format("{}{} {:.17g}", i ? ", " : "", flat(value_label(xs[i])), xs[i].get<double>());
     s += ")\n";

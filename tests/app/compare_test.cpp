@@ -387,4 +387,27 @@ TEST(Compare, PointIndicesPastThirtyTwoBitsKeepTheirRowsAndPlotPoints) {
   EXPECT_EQ(sweep_plot_script(recs, p), sweep_plot_script(golden_records(), p));
 }
 
+// On a numeric x axis the range was autoscaled to the points drawn, so an x at an end of the axis
+// whose records all lack the metric (the note counts them) lost its tick and its place: gnuplot
+// warned "difficulty making room for xtic labels". The range spans every swept x.
+TEST(Plot, ANumericAxisSpansAnXWhoseRecordsAllLackTheMetric) {
+  std::vector<nlohmann::json> recs;
+  for (int x = 1; x <= 3; ++x)
+    for (int rep = 0; rep < 2; ++rep) {
+      nlohmann::json metrics = nlohmann::json::object();
+      if (x < 3) metrics["m"] = 10 * x + rep;
+      recs.push_back({{"scenario", "ax"}, {"column", nullptr}, {"point", {{"x", x}}}, {"point_index", x - 1},
+                      {"repetition", rep}, {"metrics", metrics}});
+    }
+  PlotOptions p;
+  p.x = "x";
+  p.metric = "m";
+  p.out = "fig.svg";
+  std::string note;
+  const std::string script = sweep_plot_script(recs, p, &note);
+  EXPECT_NE(script.find("set xrange [0.92000000000000004:3.0800000000000001]"), std::string::npos) << script;
+  EXPECT_NE(script.find("set xtics ('1' 1, '2' 2, '3' 3)"), std::string::npos) << script;  // its tick
+  EXPECT_NE(note.find("x=3 (2)"), std::string::npos) << note;
+}
+
 }  // namespace vcpusim::app
