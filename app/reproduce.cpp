@@ -180,8 +180,13 @@ Reproduction load_reproduction(const std::string& name_or_path, const std::vecto
   // A loop of symbolic links made the query throw (exit 1).
   if (ec.value() == ELOOP) throw ConfigError("<command line>", 0, 0, "NAME", "'" + path + "' is a loop of symbolic links");
   if (!exists) {
-    path = find_config("reproduce/" + name_or_path + ".yaml");
+    ConfigMiss miss;
+    path = find_config("reproduce/" + name_or_path + ".yaml", &miss);
     if (path.empty()) {
+      // There, but not to be read (a loop of symbolic links): it was "no reproduction 'x'
+      // (known: x)", the listing naming the file the lookup had skipped.
+      if (!miss.reason.empty())
+        throw ConfigError("<command line>", 0, 0, "NAME", "reproduction '" + name_or_path + "' (" + miss.path + "): " + miss.reason);
       std::string all;
       for (const auto& n : list_reproductions()) all += (all.empty() ? "" : ", ") + n;
       throw ConfigError("<command line>", 0, 0, "NAME", "no reproduction '" + name_or_path + "' (known: " + all + ")");

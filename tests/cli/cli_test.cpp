@@ -296,6 +296,20 @@ TEST(Cli, ATopologyPresetThatIsASymlinkLoopSaysSo) {
   }
 }
 
+// So is a reproduction's name: configs' reproduce/NAME.yaml as a loop of symbolic links was "no
+// reproduction 'x' (known: x)", the listing naming the very file the lookup had skipped.
+TEST(Cli, AReproductionThatIsASymlinkLoopSaysSo) {
+  const std::filesystem::path dir = fresh_dir("reproduction-loop");
+  std::filesystem::create_directories(dir / "configs" / "reproduce");
+  const std::filesystem::path file = dir / "configs" / "reproduce" / "looping.yaml";
+  std::filesystem::create_symlink("looping.yaml", file);
+  const Outcome o = shell("VCPUSIM_CONFIG_DIR=" + (dir / "configs").string() + " timeout 120 " + binary() + " reproduce looping");
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("<command line>: NAME: reproduction 'looping' (" + file.string() + "): Too many levels of symbolic links"),
+            std::string::npos)
+      << o.output;
+}
+
 // A file's name goes into --json (`file`), and into `name:` and the records when the scenario
 // has none: not UTF-8, the run ended in a JSON type error after it ran (exit 1), and a sweep
 // wrote no record at all.
