@@ -296,8 +296,30 @@ std::vector<double> place_memory(const YamlReader& at, const std::string& how, c
   return m;
 }
 
+/// What the groups read so far hold, against kMaxEntities: a group is charged as soon as its
+/// count and sizes are known, before its instances are built (one group of 4096 x 4096 vCPUs
+/// took 7.7 s and 2 GB to build before the cap refused it).
+struct EntityBudget {
+  std::uint64_t entities = 0;  ///< vCPUs and bare-metal tasks
+  std::uint64_t threads = 0;   ///< workload threads, every one a workload runs
+  void charge(const YamlReader& group, std::uint64_t count, std::uint64_t vcpus, std::uint64_t threads_each) {
+    entities += count * vcpus;
+    if (entities > kMaxEntities)
+      group.fail("brings the scenario to " + std::to_string(entities) + " vCPUs and tasks, more than " +
+                 std::to_string(kMaxEntities));
+    // Guest threads too: 4096 instances of 4096 threads each passed the vCPU cap and took
+    // 3.7 GB per group before the first event. Every thread the workload runs counts, not its
+    // `threads:` key alone: a program's threads (it has no such parameter), Cassandra's stage
+    // pools and memcached's workers passed the cap and ran out of memory after seconds.
+    threads += count * threads_each;
+    if (threads > kMaxEntities)
+      group.fail("brings the scenario to " + std::to_string(threads) + " workload threads, more than " +
+                 std::to_string(kMaxEntities));
+  }
+};
+
 GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology& t, const topo::CpuSet& usable,
-                     std::uint32_t& vm_index, std::vector<std::uint32_t>& placed, bool xen_host,
+                     std::uint32_t& vm_index, std::vector<std::uint32_t>& placed, EntityBudget& budget, bool xen_host,
                      bool allow_cookie = false) {
   std::vector<std::string> keys{"name", "count", "affinity", "memory", "workload"};
   if (!bare_metal) keys = {"name", "count", "vcpus", "weight", "cap", "affinity", "memory", "workload"};
@@ -329,6 +351,7 @@ GroupSpec read_group(const YamlReader& r, bool bare_metal, const topo::Topology&
     g.weight = static_cast<std::uint32_t>(r.get_int("weight", 256, 1, 65535));
     g.cap_pct = static_cast<std::uint32_t>(r.get_int("cap", 0, 0, 100 * 4096));
   }
+  budget.charge(r, g.count, g.vcpus, g.workload.threads);
   std::vector<std::vector<std::string>> per_vcpu_hard, per_vcpu_soft;
   std::vector<YamlReader> per_vcpu_at;
   YamlReader hard_at = r, soft_at = r;
@@ -794,8 +817,8 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   std::set<std::string> names;
   std::map<std::string, std::string> instance_owner;  // instance name -> its group
   std::vector<std::int64_t> cookie_override;  // per group: its `cookie:` (-1: none given)
-  std::uint32_t vm_index = 0, entities = 0;
-  std::uint64_t threads = 0;
+  std::uint32_t vm_index = 0;
+  EntityBudget budget;
   std::vector<std::uint32_t> placed(topology.num_nodes(), 0);  // vCPUs per node, for auto placement
   for (const char* key : {"vms", "baremetal"}) {
     if (!root.has(key)) continue;
@@ -805,7 +828,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       // (A YamlReader assignment in read_group once overwrote this node; yaml_reader.h.)
       // Xen-like hosts (credit2, and rr after credit1) run libxl's placement; cfs is a KVM host.
       GroupSpec g = read_group(list.at(i), std::string(key) == "baremetal", topology, usable, vm_index, placed,
-                               s.policy != "cfs", s.host.core_sched.enabled);
+                               budget, s.policy != "cfs", s.host.core_sched.enabled);
       cookie_override.push_back(list.at(i).has("cookie") ? list.at(i).get_int("cookie", 0, 0, std::int64_t{1} << 40) : -1);
       if (!names.insert(g.name).second) list.at(i).at("name").fail("duplicate name '" + g.name + "'");
       // Settings the host's policy has no use for ran as if not given (a cap under cfs gave the
@@ -844,18 +867,6 @@ ScenarioSpec load_scenario(const YamlReader& root) {
             .fail("pvticket needs a hypervisor to kick its halted waiters; bare-metal Linux runs the native ticket lock "
                   "(use lock: ticket)");
       }
-      entities += g.count * g.vcpus;
-      if (entities > kMaxEntities)  // checked per group: building a million instances took seconds
-        list.at(i).fail("brings the scenario to " + std::to_string(entities) + " vCPUs and tasks, more than " +
-                        std::to_string(kMaxEntities));
-      // Guest threads too: 4096 instances of 4096 threads each passed the vCPU cap and took
-      // 3.7 GB per group before the first event. Every thread the workload runs counts, not its
-      // `threads:` key alone: a program's threads (it has no such parameter), Cassandra's stage
-      // pools and memcached's workers passed the cap and ran out of memory after seconds.
-      threads += static_cast<std::uint64_t>(g.count) * g.workload.threads;
-      if (threads > kMaxEntities)
-        list.at(i).fail("brings the scenario to " + std::to_string(threads) + " workload threads, more than " +
-                        std::to_string(kMaxEntities));
       s.groups.push_back(std::move(g));
     }
   }
@@ -870,7 +881,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
       if (std::any_of(info->params.begin(), info->params.end(), [](const auto& p) { return p.name == "pv_flavour"; }))
         g.workload.params.set("pv_flavour", static_cast<double>(guest::PvFlavour::kXen));
     }
-  if (entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
+  if (budget.entities == 0) root.fail("the scenario has no vms and no baremetal tasks (or every count is 0)");
   assign_cookies(s, cookie_override);
   // The process of each task of a multi-process bare-metal program, which host task groups
   // follow (cfs `cgroups: per-domain`: a cgroup per process of such a program).
