@@ -38,6 +38,7 @@ DomainResult domain_identity(const ScenarioSpec& spec, const GroupSpec& g, const
   dr.study_metric = std::string(w.study_metric());
   dr.has_ple = spec.host.ple.active() && !g.bare_metal;
   dr.has_halt_poll = spec.host.halt_poll.active() && !g.bare_metal;
+  dr.has_kick_boost = spec.host.kick_boost && !g.bare_metal;
   dr.has_forced_idle = spec.host.core_sched.enabled || spec.host.sched_gran.core;
   dr.has_forced_idle_caused = spec.host.core_sched.enabled;
   return dr;
@@ -140,6 +141,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.figures = d.os->workload().figures();
     dr.ple_exits_per_s = static_cast<double>(host.ple_stats(d.id).exits) / meas_s;
     dr.ple_yields_per_s = static_cast<double>(host.ple_stats(d.id).yields) / meas_s;
+    dr.kick_yields_per_s = static_cast<double>(host.ple_stats(d.id).kick_yields) / meas_s;
     const hv::HaltPollStats& hp = host.halt_poll_stats(d.id);
     dr.polls_per_s = static_cast<double>(hp.polls) / meas_s;
     dr.poll_success_pct = hp.polls ? 100.0 * static_cast<double>(hp.successes) / static_cast<double>(hp.polls) : 0.0;
@@ -219,6 +221,7 @@ std::map<std::string, double> RunResult::metrics() const {
       m[p + "ple_exits_per_s"] = d.ple_exits_per_s;
       m[p + "ple_yields_per_s"] = d.ple_yields_per_s;
     }
+    if (d.has_kick_boost) m[p + "kick_yields_per_s"] = d.kick_yields_per_s;
     if (d.has_halt_poll) {
       m[p + "polls_per_s"] = d.polls_per_s;
       m[p + "poll_success_pct"] = d.poll_success_pct;
@@ -269,7 +272,7 @@ std::map<std::string, double> RunResult::metrics() const {
     const std::string grp = (d.bare_metal ? "bm." : "vm.") + d.group + ".";
     for (const char* k : {"spin_pct", "lhp_per_s", "lwp_per_s", "halts_per_s", "kicks_per_s", "kick_wait_us",
                           "kick_wait_p99_us", "lock_acquisitions_per_s",
-                          "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "ipis_per_s",
+                          "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "kick_yields_per_s", "ipis_per_s",
                           "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct",
                           "polls_per_s", "poll_success_pct", "poll_cut_pct", "poll_pct", "thread_switches_per_s"}) {
       const auto it = m.find(inst + k);

@@ -54,6 +54,9 @@ struct DomainResult {
   // Pause-loop exiting (hypervisor/ple.h); in metrics() only if has_ple (host.ple on, a VM).
   bool has_ple = false;
   double ple_exits_per_s = 0, ple_yields_per_s = 0;
+  // host.kick_boost (hypervisor/host.h); in metrics() only if has_kick_boost (on, a VM).
+  bool has_kick_boost = false;
+  double kick_yields_per_s = 0;
   // KVM halt polling (hypervisor/halt_poll.h); in metrics() only if has_halt_poll (host.halt_poll
   // on, a VM).
   bool has_halt_poll = false;

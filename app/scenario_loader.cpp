@@ -746,7 +746,7 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   if (root.has("host")) {
     const YamlReader h = root.at("host");
     only_keys(h, {"smt", "scheduler", "core_scheduling", "core_sched", "sched_gran", "context_switch", "resched_ipi", "migration",
-                  "smt_interference", "ple", "halt_poll", "cpuidle"});
+                  "smt_interference", "ple", "halt_poll", "cpuidle", "kick_boost"});
     s.host.smt = h.get_bool("smt", true);
     const std::string gran = h.get_enum("core_scheduling", "none", {"none", "cookie", "core"});
     // Linux refuses a cookie where no core has two threads: sched_core_share_pid() returns
@@ -780,6 +780,12 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     }
     read_ple(h, s.policy, s.host.ple);
     read_halt_poll(h, s.policy, s.host.halt_poll);
+    // KVM_HC_KICK_CPU's yield (5.3+; HostSpec::kick_boost) is KVM's: a Xen PV unlock sends an
+    // event channel, which yields nothing.
+    s.host.kick_boost = h.get_bool("kick_boost", false);
+    if (s.host.kick_boost && s.policy != "cfs")
+      h.at("kick_boost").fail("the kick boost is KVM's (KVM_HC_KICK_CPU, Linux 5.3+) and needs a KVM host, policy cfs; a " +
+                              s.policy + " host's PV kick is an event channel send, which yields nothing");
     // The reschedule IPI is the one cfs (yield_to, wake-up preemption) and credit2 (a tickle)
     // send to a remote pCPU (resched_remote); rr sends none, and at sched-gran=core every tickle
     // is at once, so there a value ran as if not given.

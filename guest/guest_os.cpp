@@ -538,7 +538,11 @@ void GuestOs::deliver_kick(std::uint32_t vc) {
   kick_for_[vc] = kNone;
   if (w == kNone) return;
   const hv::VcpuId id = vcpus_[vc].id;
-  if (vcpus_[vc].curr == w && threads_[w].halted && port_.is_blocked(id)) port_.kick_from(id, kick_waker_[vc], false);
+  if (vcpus_[vc].curr != w || !threads_[w].halted || !port_.is_blocked(id)) return;
+  // KVM: the KVM_HC_KICK_CPU hypercall (which a 5.3+ host follows with a yield to the kicked
+  // vCPU); Xen: an event channel send, a plain wake-up.
+  if (locks_[kicked_lock_[vc]].spec.params.flavour == PvFlavour::kKvm) port_.kick_cpu(id, kick_waker_[vc]);
+  else port_.kick_from(id, kick_waker_[vc], false);
 }
 
 bool GuestOs::polling(std::uint32_t vc) const {

@@ -436,6 +436,22 @@ void Host::kick_from(VcpuId id, Waker by, bool sync) {
   wake_src_ = WakeSource{};
 }
 
+// KVM_HC_KICK_CPU: kvm_pv_kick_cpu_op wakes the target, then (5.3+) kvm_sched_yield(kvm, a1):
+// "if (target && READ_ONCE(target->ready)) kvm_vcpu_yield_to(target)", yield_to(task, 1) in the
+// kicker's thread. `ready` is set only by a wake-up from a halt (kvm_vcpu_wake_up), so a target
+// that was polling in the halt path, or that was already Runnable, is not yielded to.
+// MODEL: the wake lands kick_latency after the unlock (guest/spinlock.h); the kicker yields then,
+// if it still runs (it is in the hypercall's exit in the kernel; a kicker descheduled in that
+// microsecond yields nothing).
+void Host::kick_cpu(VcpuId id, Waker by) {
+  kick_from(id, by, false);
+  if (!spec_.kick_boost || by.vcpu >= vcpus_.size() || by.vcpu == id || !ple_.ready(id)) return;
+  if (vcpus_[by.vcpu].domain != vcpus_[id].domain)
+    violation("ple-same-vm", by.vcpu, vcpus_[by.vcpu].pcpu,
+              "a PV kick yielded to entity " + std::to_string(id) + " of another VM");
+  if (yield(by.vcpu, id) > 0 && now_ >= spec_.warmup) ++ple_.stats(vcpus_[id].domain).kick_yields;
+}
+
 int Host::yield(VcpuId id, VcpuId to, sim::Duration resched_after) {
   Vcpu& v = vcpus_[id];
   if (v.state != Runstate::kRunning) return 0;

@@ -52,6 +52,11 @@ struct HostSpec {
   HaltPollParams halt_poll;   ///< KVM halt polling (enabled = false: off; halt_poll.h)
   CpuidleParams cpuidle;      ///< idle states and the menu governor (no states: off; cpuidle.h)
   SchedGranParams sched_gran; ///< Xen sched-gran=core units (core = false: per-vCPU scheduling)
+  /// KVM 5.3+: a PV kick (KVM_HC_KICK_CPU) also yields the kicker to the kicked vCPU when that is
+  /// `ready` (woken, not yet run): Wanpeng Li's "KVM: X86: Boost queue head vCPU to mitigate lock
+  /// waiter preemption" (commit 266e85a5ec91, 2019-07-24, in 5.3; kvm_sched_yield in
+  /// arch/x86/kvm/x86.c). false: 3.10-5.2, which only wake it (Host::kick_cpu).
+  bool kick_boost = false;
 };
 
 struct DomainSpec {
@@ -198,6 +203,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void kick(VcpuId v) override;
   Waker waker(VcpuId w) const override;
   void kick_from(VcpuId v, Waker by, bool sync) override;
+  void kick_cpu(VcpuId v, Waker by) override;
   /// A vCPU polling in KVM's halt path is halted to its guest (halt_poll.h).
   bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning && !vcpus_[v].polling; }
   bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked || vcpus_[v].polling; }

@@ -151,6 +151,8 @@ struct PleParams {
 struct PleStats {
   std::uint64_t exits = 0;   ///< PLE exits taken by the VM's vCPUs
   std::uint64_t yields = 0;  ///< KVM: directed yields that boosted a target (yield_to > 0); Xen: yields
+  /// HostSpec::kick_boost: PV kicks whose kicker yielded to the kicked vCPU (yield_to > 0).
+  std::uint64_t kick_yields = 0;
 };
 
 /// KVM's window arithmetic (arch/x86/kvm/x86.h __grow_ple_window / __shrink_ple_window).

@@ -47,6 +47,10 @@ class GuestPort {
   /// wake_up_interruptible_sync_poll). The host's policy may place v near the waker (CFS
   /// wake_affine). Default: a plain kick.
   virtual void kick_from(VcpuId v, Waker /*by*/, bool /*sync*/) { kick(v); }
+  /// KVM_HC_KICK_CPU from the vCPU `by` names: kick_from(v, by, false), and on a host that
+  /// boosts the kicked vCPU (HostSpec::kick_boost, KVM 5.3+) the kicker then yields to it.
+  /// Only a KVM-flavour PV unlock calls it (a Xen event channel send yields nothing).
+  virtual void kick_cpu(VcpuId v, Waker by) { kick_from(v, by, false); }
   /// Whether v is on a pCPU now (guests use it to tell a preempted lock holder, as the
   /// steal-time "preempted" flag does in Linux's vcpu_is_preempted()).
   virtual bool is_running(VcpuId v) const = 0;

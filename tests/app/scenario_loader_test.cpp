@@ -330,6 +330,19 @@ TEST(ScenarioLoader, HostHaltPollKeys) {
             std::string::npos);
 }
 
+// host.kick_boost: KVM 5.3+'s yield at KVM_HC_KICK_CPU, off unless given; a Xen host's kick is an
+// event channel send, so under credit2 (or rr) the key is refused rather than ignored.
+TEST(ScenarioLoader, HostKickBoostIsKvms) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: sysbench-cpu}}\n";
+  EXPECT_FALSE(load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}}\n" + vms).host.kick_boost);
+  EXPECT_TRUE(load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}, kick_boost: true}\n" + vms).host.kick_boost);
+  EXPECT_EQ(error_of("topology: one-core-ht\nhost:\n  scheduler: {policy: credit2}\n  kick_boost: true\n" + vms),
+            "t.yaml:4:15: host.kick_boost: the kick boost is KVM's (KVM_HC_KICK_CPU, Linux 5.3+) and needs a KVM "
+            "host, policy cfs; a credit2 host's PV kick is an event channel send, which yields nothing");
+  EXPECT_NE(error_of("topology: one-core-ht\nhost: {scheduler: {policy: cfs}, kick_boost: 2}\n" + vms).find("host.kick_boost"),
+            std::string::npos);
+}
+
 // host.resched_ipi is the IPI cfs (yield_to, wake-up preemption) and credit2 (tickles) send to a
 // remote pCPU; rr sends none, and at sched-gran=core tickles are at once, so there a value (50us,
 // or 0 for "at once") ran as if not given, exit 0.

@@ -376,6 +376,36 @@ TEST(Spinlock, KickWaitRunsFromHandOffToTheWaitersNextRun) {
   EXPECT_NEAR(shared_r.kick_wait_p99_ns, half_slice, 0.03 * half_slice + static_cast<double>(sim::us(10)));
 }
 
+// A KVM PV unlock kicks by KVM_HC_KICK_CPU, which a 5.3+ host (host.kick_boost) follows with
+// the kicker's yield to the kicked vCPU; a Xen-flavour unlock sends an event channel, which
+// yields nothing. The rig above under cfs, vCPU 1 sharing its pCPU with a hog of another VM:
+// every kick wakes a halted waiter, so every boosted kick finds it ready.
+TEST(Spinlock, KickBoostYieldsToTheKickedVcpuOnlyForKvmKicks) {
+  auto run = [](bool boost, guest::PvFlavour flavour) {
+    hv::HostSpec spec;
+    spec.kick_boost = boost;
+    TestHost h(test::flat(2), spec, 1, "cfs");
+    LockParams p = kind(LockKind::kPvTicket);
+    p.spin_threshold = 1000;
+    p.flavour = flavour;
+    auto g = h.add_vm(test::vm_pinned_each("a", {0, 1}), std::make_unique<LockLoop>(2, 10e3, 2.5e6, p));
+    h.add_vm(test::vm_pinned_each("hog", {1}), std::make_unique<Hog>());
+    h.start();
+    h.run_until(sim::ms(200));
+    return std::make_pair(g.os->results().locks, h.host().ple_stats(g.id).kick_yields);
+  };
+  const auto [plain, plain_yields] = run(false, guest::PvFlavour::kKvm);
+  const auto [boosted, boosted_yields] = run(true, guest::PvFlavour::kKvm);
+  const auto [xen, xen_yields] = run(true, guest::PvFlavour::kXen);
+  ASSERT_GT(plain.kicked_runs, 20u);
+  ASSERT_GT(boosted.kicked_runs, 20u);
+  ASSERT_GT(xen.kicks, 20u);
+  EXPECT_EQ(plain_yields, 0u);
+  EXPECT_EQ(xen_yields, 0u);
+  EXPECT_GT(boosted_yields, 0u);
+  EXPECT_EQ(boosted_yields, boosted.kicks);
+}
+
 TEST(Spinlock, MutexNeverSpins) {
   TestHost h(test::flat(2), {}, 1, "rr", rr_slice(100e3));
   auto g = h.add_vm(test::vm("a", 4), std::make_unique<LockLoop>(4, 20e3, 10e3, kind(LockKind::kMutex)));

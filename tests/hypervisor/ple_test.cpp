@@ -481,5 +481,63 @@ TEST(PleYield, ThreeTenAsksAVcpuPreemptedInGuestUserModeToo) {
   EXPECT_EQ(r.policy->asked.size(), 4 * r.exits());
 }
 
+// HostSpec::kick_boost, KVM 5.3+'s KVM_HC_KICK_CPU: after waking the kicked vCPU the kicker
+// yields to it if it is `ready` (kvm_sched_yield). Two pCPUs: a0 computes for good on one; a1
+// ran a 10 us job and halted on the other. Then a0 kicks a1 with a new job. yield_to answers 1.
+struct KickRig {
+  explicit KickRig(bool boost) {
+    hv::HostSpec spec;
+    spec.kick_boost = boost;
+    auto pol = std::make_unique<ScriptedYieldTo>(1);
+    policy = pol.get();
+    host = std::make_unique<TestHost>(test::flat(2), spec, 1, std::move(pol));
+    a = host->add_fake(test::vm("a", 2));
+    host->start();
+    host->fake().set_plan(a.vcpus[0], FakeGuest::hog());
+    host->fake().set_plan(a.vcpus[1], FakeGuest::job(10e3));
+    host->fake().kick(a.vcpus[0]);
+    host->fake().kick(a.vcpus[1]);
+    host->run_until(sim::ms(1));
+  }
+  hv::Host& h() { return host->host(); }
+  std::unique_ptr<TestHost> host;
+  ScriptedYieldTo* policy = nullptr;
+  TestHost::Vm a;
+};
+
+TEST(KickBoost, TheKickerYieldsToTheVcpuItWokeFromAHalt) {
+  KickRig r(true);
+  const hv::VcpuId a0 = r.a.vcpus[0], a1 = r.a.vcpus[1];
+  ASSERT_EQ(r.h().vcpu(a1).state, hv::Runstate::kBlocked);
+  ASSERT_EQ(r.h().vcpu(a0).state, hv::Runstate::kRunning);
+  r.host->fake().set_plan(a1, FakeGuest::job(10e3));
+  r.h().kick_cpu(a1, r.h().waker(a0));
+  EXPECT_EQ(r.h().vcpu(a1).state, hv::Runstate::kRunnable);
+  EXPECT_EQ(r.policy->asked, std::vector<hv::VcpuId>{a1});
+  EXPECT_EQ(r.h().ple_stats(r.a.id).kick_yields, 1u);
+  EXPECT_EQ(r.h().ple_stats(r.a.id).yields, 0u);  // not a pause-loop exit's yield
+}
+
+// 3.10-5.2 (kick_boost off) only wake it; and a boosting host yields to nothing that was not
+// woken from a halt: a kick to a vCPU already on its pCPU finds it not `ready`.
+TEST(KickBoost, NoYieldBefore53OrToAVcpuTheKickDidNotWake) {
+  KickRig off(false);
+  const hv::VcpuId a0 = off.a.vcpus[0], a1 = off.a.vcpus[1];
+  off.host->fake().set_plan(a1, FakeGuest::job(10e3));
+  off.h().kick_cpu(a1, off.h().waker(a0));
+  EXPECT_EQ(off.h().vcpu(a1).state, hv::Runstate::kRunnable);  // woken all the same
+  EXPECT_TRUE(off.policy->asked.empty());
+  EXPECT_EQ(off.h().ple_stats(off.a.id).kick_yields, 0u);
+
+  KickRig on(true);
+  on.host->fake().set_plan(a1, FakeGuest::hog());
+  on.h().kick_cpu(a1, on.h().waker(a0));  // wakes it; the kicker yields once
+  on.host->run_until(sim::ms(2));         // a1 runs, so it is no longer ready
+  ASSERT_EQ(on.h().vcpu(a1).state, hv::Runstate::kRunning);
+  const std::size_t asked = on.policy->asked.size();
+  on.h().kick_cpu(a1, on.h().waker(a0));  // running: nothing to wake, not ready
+  EXPECT_EQ(on.policy->asked.size(), asked);
+}
+
 }  // namespace
 }  // namespace vcpusim
