@@ -39,6 +39,7 @@ DomainResult domain_identity(const ScenarioSpec& spec, const GroupSpec& g, const
   dr.has_ple = spec.host.ple.active() && !g.bare_metal;
   dr.has_halt_poll = spec.host.halt_poll.active() && !g.bare_metal;
   dr.has_kick_boost = spec.host.kick_boost && !g.bare_metal;
+  dr.has_pv_tlb_flush = spec.guest.pv_tlb_flush && !g.bare_metal;
   dr.has_forced_idle = spec.host.core_sched.enabled || spec.host.sched_gran.core;
   dr.has_forced_idle_caused = spec.host.core_sched.enabled;
   return dr;
@@ -151,6 +152,7 @@ RunResult run_scenario(const ScenarioSpec& spec, std::uint64_t seed, RunObserver
     dr.has_ipi = is.sent > 0;
     dr.ipis_per_s = static_cast<double>(is.sent) / meas_s;
     dr.ipi_stalls_per_s = static_cast<double>(is.stalls) / meas_s;
+    dr.ipi_deferred_per_s = static_cast<double>(is.deferred) / meas_s;
     dr.ipi_spin_pct = run > 0 ? 100.0 * is.spin_ns / run : 0.0;
     dr.ipi_wait_us = is.sent ? is.wait_ns / 1e3 / static_cast<double>(is.sent) : 0.0;
     if (dr.has_forced_idle) {
@@ -231,6 +233,7 @@ std::map<std::string, double> RunResult::metrics() const {
     if (d.has_ipi) {
       m[p + "ipis_per_s"] = d.ipis_per_s;
       m[p + "ipi_stalls_per_s"] = d.ipi_stalls_per_s;
+      if (d.has_pv_tlb_flush) m[p + "ipi_deferred_per_s"] = d.ipi_deferred_per_s;
       m[p + "ipi_spin_pct"] = d.ipi_spin_pct;
       m[p + "ipi_wait_us"] = d.ipi_wait_us;
     }
@@ -273,7 +276,7 @@ std::map<std::string, double> RunResult::metrics() const {
     for (const char* k : {"spin_pct", "lhp_per_s", "lwp_per_s", "halts_per_s", "kicks_per_s", "kick_wait_us",
                           "kick_wait_p99_us", "lock_acquisitions_per_s",
                           "lock_wait_us", "lock_hold_us", "ple_exits_per_s", "ple_yields_per_s", "kick_yields_per_s", "ipis_per_s",
-                          "ipi_stalls_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct",
+                          "ipi_stalls_per_s", "ipi_deferred_per_s", "ipi_spin_pct", "ipi_wait_us", "cpu", "steal_pct", "blocked_pct",
                           "polls_per_s", "poll_success_pct", "poll_cut_pct", "poll_pct", "thread_switches_per_s"}) {
       const auto it = m.find(inst + k);
       if (it == m.end()) continue;

@@ -68,6 +68,10 @@ struct DomainResult {
   bool has_ipi = false;
   double ipis_per_s = 0;        ///< cross-vCPU calls (TLB shootdowns) sent
   double ipi_stalls_per_s = 0;  ///< calls that found a target vCPU off its pCPU
+  /// guest.pv_tlb_flush: targets skipped (preempted, flushed at their next entry); in metrics()
+  /// only with the PV flush on.
+  bool has_pv_tlb_flush = false;
+  double ipi_deferred_per_s = 0;
   double ipi_spin_pct = 0;      ///< CPU time senders burned waiting, over the domain's running time
   double ipi_wait_us = 0;       ///< mean wall time from send to the last acknowledgement
   // Core scheduling (cookie) or Xen units (core), over the measured interval; in metrics() only

@@ -808,12 +808,17 @@ ScenarioSpec load_scenario(const YamlReader& root) {
   }
   if (root.has("guest")) {
     const YamlReader g = root.at("guest");
-    g.only({"slice", "start_jitter", "wake_ipi", "hz", "context_switch"});
+    g.only({"slice", "start_jitter", "wake_ipi", "hz", "context_switch", "pv_tlb_flush"});
     s.guest.slice = g.get_duration("slice", s.guest.slice, sim::us(10), sim::seconds(10));
     s.guest.start_jitter = g.get_duration("start_jitter", s.guest.start_jitter, 0, sim::seconds(10));
     s.guest.wake_ipi = g.get_duration("wake_ipi", s.guest.wake_ipi, 0, sim::ms(10));
     s.guest.hz = static_cast<std::uint32_t>(g.get_int("hz", s.guest.hz, 0, 10000));
     s.guest.context_switch = g.get_duration("context_switch", s.guest.context_switch, 0, sim::ms(10));
+    s.guest.pv_tlb_flush = g.get_bool("pv_tlb_flush", false);
+    // The guest uses it only where the host offers KVM_FEATURE_PV_TLB_FLUSH: a KVM host.
+    if (s.guest.pv_tlb_flush && s.policy != "cfs")
+      g.at("pv_tlb_flush").fail("the PV TLB flush is KVM's (KVM_FEATURE_PV_TLB_FLUSH, Linux 4.16+ guests) and needs a "
+                                "KVM host, policy cfs; a " + s.policy + " host does not offer it");
   }
 
   topo::CpuSet usable;

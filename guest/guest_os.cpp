@@ -697,10 +697,17 @@ void GuestOs::begin_ipi(std::uint32_t vc, std::uint32_t t) {
   th.wait_since = port_.now();
   const auto latency = static_cast<sim::Duration>(th.step.shootdown_ns);
   bool stalled = false;
+  std::uint64_t deferred = 0;
   for (std::uint32_t o = 0; o < vcpus_.size(); ++o) {
     if (o == vc) continue;
-    ipis_.send(t, o, latency);
     const hv::VcpuId id = vcpus_[o].id;
+    // kvm_flush_tlb_others: a target whose steal time reads KVM_VCPU_PREEMPTED gets
+    // KVM_VCPU_FLUSH_TLB instead of the IPI (cleared from the flush mask).
+    if (params_.pv_tlb_flush && port_.steal_time_preempted(id)) {
+      ++deferred;
+      continue;
+    }
+    ipis_.send(t, o, latency);
     if (port_.is_running(id)) {
       arm_ipi(o);
       continue;
@@ -712,9 +719,14 @@ void GuestOs::begin_ipi(std::uint32_t vc, std::uint32_t t) {
   if (measuring()) {
     ++ipi_stats_.sent;
     if (stalled) ++ipi_stats_.stalls;
+    ipi_stats_.deferred += deferred;
   }
   if (stalled) port_.mark("ipi-stall", vcpus_[vc].id);
   th.spin_run0 = spin_start(vc);
+  if (ipis_.outstanding(t) == 0) {  // every target deferred: native_flush_tlb_others(empty mask)
+    ipi_finished(t);
+    return;
+  }
   port_.set_work(vcpus_[vc].id, 1e15, hv::Profile::kSpin, 0.0);
 }
 

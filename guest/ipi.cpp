@@ -8,6 +8,7 @@ namespace vcpusim::guest {
 IpiStats& IpiStats::operator+=(const IpiStats& o) {
   sent += o.sent;
   stalls += o.stalls;
+  deferred += o.deferred;
   spin_ns += o.spin_ns;
   wait_ns += o.wait_ns;
   return *this;

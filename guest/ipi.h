@@ -17,7 +17,8 @@
 //  - a call that finds any target off its pCPU counts one "IPI stall".
 // MODEL: the handler's CPU time on the target is not charged to the target's own work (a few
 // hundred ns against its 3 us of delivery latency); the sends are parallel, not one ICR write
-// after another; PV TLB flush (skip preempted targets) is off, as in the 2013 guests.
+// after another. A KVM PV TLB flush (GuestParams::pv_tlb_flush, 4.16+ guests) sends nothing to a
+// target the host preempted: it flushes at its next entry, and the sender does not wait for it.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ namespace vcpusim::guest {
 /// Per VM, over the measured interval.
 struct IpiStats {
   std::uint64_t sent = 0;    ///< calls made (one per shootdown, whatever the number of targets)
-  std::uint64_t stalls = 0;  ///< calls that found a target vCPU preempted or halted
+  std::uint64_t stalls = 0;  ///< calls that found a target vCPU preempted or halted, and waited for it
+  std::uint64_t deferred = 0;  ///< targets a PV TLB flush skipped (preempted: flushed at their next entry)
   double spin_ns = 0;        ///< CPU time senders burned waiting for acknowledgements
   double wait_ns = 0;        ///< wall time from the send to the last acknowledgement
   IpiStats& operator+=(const IpiStats& o);

@@ -207,6 +207,9 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   /// A vCPU polling in KVM's halt path is halted to its guest (halt_poll.h).
   bool is_running(VcpuId v) const override { return vcpus_[v].state == Runstate::kRunning && !vcpus_[v].polling; }
   bool is_blocked(VcpuId v) const override { return vcpus_[v].state == Runstate::kBlocked || vcpus_[v].polling; }
+  bool steal_time_preempted(VcpuId v) const override {
+    return ple_.preempted(v) && vcpus_[v].state == Runstate::kRunnable;
+  }
   void arm_guest_timer(DomainId d, sim::Time when, std::uint64_t token) override;
   void mark(std::string_view what, VcpuId v) override { trace_instant(what, v); }
   void set_preempted_work(VcpuId v, double work_ref_ns, Profile profile, double mem_intensity) override;

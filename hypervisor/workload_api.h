@@ -55,6 +55,11 @@ class GuestPort {
   /// steal-time "preempted" flag does in Linux's vcpu_is_preempted()).
   virtual bool is_running(VcpuId v) const = 0;
   virtual bool is_blocked(VcpuId v) const = 0;
+  /// KVM's steal-time flag KVM_VCPU_PREEMPTED, which the guest reads: set when the host takes v
+  /// off its pCPU still Runnable (kvm_arch_vcpu_put -> kvm_steal_time_set_preempted, when
+  /// vcpu->preempted), cleared when v next enters the guest. A vCPU that halted, or was woken
+  /// from a halt and has not run since, is not flagged. Default: never.
+  virtual bool steal_time_preempted(VcpuId /*v*/) const { return false; }
   /// Mark an instant on the host's trace, if one is attached ("lhp", "lwp", "pv-halt",
   /// "pv-kick"); no effect on the run.
   virtual void mark(std::string_view /*what*/, VcpuId /*v*/) {}

@@ -343,6 +343,18 @@ TEST(ScenarioLoader, HostKickBoostIsKvms) {
             std::string::npos);
 }
 
+// guest.pv_tlb_flush: a 4.16+ KVM guest's flush, off unless given, refused on a host that does not
+// offer it (KVM_FEATURE_PV_TLB_FLUSH is KVM's).
+TEST(ScenarioLoader, GuestPvTlbFlushNeedsAKvmHost) {
+  const std::string vms = "vms:\n  - {name: a, vcpus: 2, workload: {kind: ebizzy}}\n";
+  EXPECT_FALSE(load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}}\n" + vms).guest.pv_tlb_flush);
+  EXPECT_TRUE(load("topology: one-core-ht\nhost: {scheduler: {policy: cfs}}\nguest: {pv_tlb_flush: true}\n" + vms)
+                  .guest.pv_tlb_flush);
+  EXPECT_EQ(error_of("topology: one-core-ht\nhost: {scheduler: {policy: credit2}}\nguest: {pv_tlb_flush: true}\n" + vms),
+            "t.yaml:3:23: guest.pv_tlb_flush: the PV TLB flush is KVM's (KVM_FEATURE_PV_TLB_FLUSH, Linux 4.16+ "
+            "guests) and needs a KVM host, policy cfs; a credit2 host does not offer it");
+}
+
 // host.resched_ipi is the IPI cfs (yield_to, wake-up preemption) and credit2 (tickles) send to a
 // remote pCPU; rr sends none, and at sched-gran=core tickles are at once, so there a value (50us,
 // or 0 for "at once") ran as if not given, exit 0.
