@@ -98,21 +98,23 @@ TEST(Allocation, DefaultScenarioAllocatesNothingPerEvent) {
   expect_no_allocation_per_event(app::load_default_scenario(), sim::seconds(2));
 }
 
-// Ticket and PV ticket spinlocks, halts and kicks, TLB-shootdown IPIs and pause-loop exits.
+// Ticket and PV ticket spinlocks, halts and kicks, TLB-shootdown IPIs and pause-loop exits; and
+// the same with a 5.x stack's kick boost and PV TLB flush.
 TEST(Allocation, SpinlocksIpisAndPleAllocateNothingPerEvent) {
-  for (const char* lock : {"ticket", "pvticket"}) {
-    SCOPED_TRACE(lock);
-    expect_no_allocation_per_event(test::load(std::string(R"(
+  for (const char* lock : {"ticket", "pvticket"})
+    for (const char* later : {"", ", kick_boost: true}\nguest: {pv_tlb_flush: true"}) {
+      SCOPED_TRACE(std::string(lock) + later);
+      expect_no_allocation_per_event(test::load(std::string(R"(
 name: t
 duration: 1s
 warmup: 50ms
 topology: desktop-4c8t
-host: {scheduler: {policy: cfs}, ple: {enabled: true}}
+host: {scheduler: {policy: cfs}, ple: {enabled: true})") + later + R"(}
 vms:
-  - {name: eb, count: 2, vcpus: 8, workload: {kind: ebizzy, threads: 16, lock: )") + lock + R"(}}
+  - {name: eb, count: 2, vcpus: 8, workload: {kind: ebizzy, threads: 16, lock: )" + lock + R"(}}
 )"),
-                                   sim::ms(200));
-  }
+                                     sim::ms(200));
+    }
 }
 
 // dbench's clients under credit2: its locks, I/O waits and sleeps.
