@@ -722,6 +722,7 @@ void GuestOs::begin_ipi(std::uint32_t vc, std::uint32_t t) {
     ipi_stats_.deferred += deferred;
   }
   if (stalled) port_.mark("ipi-stall", vcpus_[vc].id);
+  if (deferred > 0) port_.mark("ipi-defer", vcpus_[vc].id);
   th.spin_run0 = spin_start(vc);
   if (ipis_.outstanding(t) == 0) {  // every target deferred: native_flush_tlb_others(empty mask)
     ipi_finished(t);

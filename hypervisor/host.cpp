@@ -449,7 +449,9 @@ void Host::kick_cpu(VcpuId id, Waker by) {
   if (vcpus_[by.vcpu].domain != vcpus_[id].domain)
     violation("ple-same-vm", by.vcpu, vcpus_[by.vcpu].pcpu,
               "a PV kick yielded to entity " + std::to_string(id) + " of another VM");
-  if (yield(by.vcpu, id) > 0 && now_ >= spec_.warmup) ++ple_.stats(vcpus_[id].domain).kick_yields;
+  if (yield(by.vcpu, id) <= 0) return;
+  if (trace_) trace_->instant("kick-yield", by.vcpu, vcpus_[by.vcpu].pcpu, now_);
+  if (now_ >= spec_.warmup) ++ple_.stats(vcpus_[id].domain).kick_yields;
 }
 
 int Host::yield(VcpuId id, VcpuId to, sim::Duration resched_after) {

@@ -21,8 +21,8 @@ class TraceSink {
   /// ... until t.
   virtual void run_end(PcpuId p, VcpuId v, sim::Time t) = 0;
   /// A moment worth a mark: "wake", "migrate", "halt", "preempt", and later mechanisms' own
-  /// ("forced-idle", "lhp", "pv-halt", "pv-kick", "ple-exit", "idle-exit": v waits for p to
-  /// leave an idle state).
+  /// ("forced-idle", "lhp", "pv-halt", "pv-kick", "kick-yield", "ipi-defer", "ple-exit",
+  /// "idle-exit": v waits for p to leave an idle state).
   virtual void instant(std::string_view what, VcpuId v, PcpuId p, sim::Time t) = 0;
   /// The same mark with one detail worth keeping beside it (for "idle-exit", the name of the
   /// idle state left). A sink that keeps no details need not override it.

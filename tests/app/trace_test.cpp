@@ -121,6 +121,35 @@ vms:
   EXPECT_GT(exits, 0);
 }
 
+// A 5.x KVM stack's cures leave their marks: `kick-yield` on a kicker that yielded to the PV
+// waiter it woke (host.kick_boost), `ipi-defer` on a shootdown sender that left a preempted
+// target its flush (guest.pv_tlb_flush). The 3.10 stack leaves neither.
+TEST(Trace, TheKickBoostAndThePvTlbFlushMarkTheirInstants) {
+  const auto count = [](bool later) {
+    const ScenarioSpec s = load_scenario(YamlReader::load_string(std::string(R"(
+name: cures
+duration: 100ms
+warmup: 0s
+topology: desktop-4c8t
+host: {scheduler: {policy: cfs}, ple: {enabled: true})") + (later ? ", kick_boost: true}\nguest: {pv_tlb_flush: true" : "") + R"(}
+vms:
+  - {name: eb, count: 2, vcpus: 8, workload: {kind: ebizzy, threads: 16, lock: pvticket, spin_threshold: 1000}}
+)", "cures.yaml"));
+    std::map<std::string, int> n;
+    const nlohmann::json j = traced(s, 0, sim::ms(100));
+    for (const auto& e : j["traceEvents"])
+      if (e["ph"] == "i") ++n[e["name"].get<std::string>()];
+    return n;
+  };
+  std::map<std::string, int> old = count(false), later = count(true);
+  EXPECT_GT(old["pv-kick"], 0);
+  EXPECT_EQ(old["kick-yield"], 0);
+  EXPECT_EQ(old["ipi-defer"], 0);
+  EXPECT_GT(later["kick-yield"], 0);
+  EXPECT_LE(later["kick-yield"], later["pv-kick"]);
+  EXPECT_GT(later["ipi-defer"], 0);
+}
+
 TEST(Trace, TracingDoesNotChangeTheRun) {
   const ScenarioSpec s = short_default();
   PerfettoTrace tr(0, sim::ms(300));
