@@ -41,6 +41,7 @@ struct Event {
 
   Phase phase() const { return static_cast<Phase>(order >> 56); }
 };
+static_assert(sizeof(Event) == 32, "the heap's layout comment (EventQueue::kArity) counts 32-byte events");
 
 class EventQueue {
  public:
@@ -94,7 +95,9 @@ class EventQueue {
 
  private:
   static constexpr std::uint64_t kSeqMask = (std::uint64_t{1} << 56) - 1;
-  static constexpr std::size_t kArity = 4;  // 4-ary: shallower than binary, children share a line
+  // 4-ary: half a binary heap's depth, and a node's children are contiguous (4 x 32-byte
+  // events: two or three 64-byte lines, as the heap array is not aligned to them).
+  static constexpr std::size_t kArity = 4;
 
   static constexpr std::size_t kNotKeyed = ~std::size_t{0};
   static constexpr std::size_t kNoSlot = ~std::size_t{0};
