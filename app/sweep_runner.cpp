@@ -27,7 +27,23 @@ SweepProgress::SweepProgress(std::ostream& os, bool bar, std::size_t total)
 void SweepProgress::done_one() {
   std::lock_guard<std::mutex> lock(mu_);
   ++done_;
-  const auto now = clock::now();
+  if (!held_) draw(clock::now());
+}
+
+void SweepProgress::hold() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = true;
+}
+
+void SweepProgress::release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = false;
+  // The bar shows what was counted; a plain line only if that was the last run (the next
+  // done_one keeps to the 5 s rhythm otherwise).
+  if (done_ > 0 && (bar_ || done_ == total_)) draw(clock::now());
+}
+
+void SweepProgress::draw(clock::time_point now) {
   const double el = std::chrono::duration<double>(now - t0_).count();
   const double rate = el > 0 ? static_cast<double>(done_) / el : 0;
   const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
@@ -48,7 +64,7 @@ void SweepProgress::note(const std::string& line) {
   std::lock_guard<std::mutex> lock(mu_);
   // A bar drawn and not finished has no newline yet; the note starts a line of its own, and
   // the next done_one redraws the bar below it.
-  if (bar_ && done_ > 0 && done_ < total_) fmt::print(os_, "\n");
+  if (bar_ && !held_ && done_ > 0 && done_ < total_) fmt::print(os_, "\n");
   fmt::print(os_, "{}\n", line);
   os_.flush();
 }
@@ -175,6 +191,9 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
   unsigned jobs = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(todo, 1)));
   std::vector<std::thread> pool;
+  // Started threads work at once: progress waits until the pool is built, so that a warning
+  // about it never follows "N/N runs done".
+  prog.hold();
   // A thread the system will not start (--jobs 100000 past the process or address-space limit)
   // throws std::system_error. The sweep degrades rather than fails: the threads that did start
   // keep working, this thread works too, and every run is finished. Records are identical for
@@ -190,6 +209,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& o, std::ostrea
       break;
     }
   }
+  prog.release();
   worker();
   for (auto& th : pool) th.join();
   sum.written = written.load();

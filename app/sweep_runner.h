@@ -70,11 +70,16 @@ class SweepProgress {
   void done_one();
   /// Prints `line` on a line of its own (a warning), between bar redraws.
   void note(const std::string& line);
+  /// Until release(), runs are counted but not drawn: what a warning about the start-up (note())
+  /// says comes before any progress. release() draws what was counted meanwhile.
+  void hold();
+  void release();
 
  private:
   using clock = std::chrono::steady_clock;
+  void draw(clock::time_point now);  // with mu_ held
   std::ostream& os_;
-  bool bar_;
+  bool bar_, held_ = false;
   std::size_t total_, done_ = 0;
   clock::time_point t0_, last_;
   std::mutex mu_;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "app/command_line_sets.h"
 #include "app/scenario.h"
@@ -806,6 +807,33 @@ TEST(RecordWriter, EveryAppendAfterAFailedWriteGivesTheFirstFailure) {
             std::string::npos)
       << first;
   EXPECT_EQ(second, first);
+}
+
+// Threads a sweep starts work at once, so a warning about starting them (--jobs past the
+// system's limit) could print after "12/12 runs done". Progress is held until the pool is
+// built: runs counted meanwhile are drawn at the release, after the warning.
+TEST(SweepProgress, AWarningDuringTheHoldComesBeforeTheProgressItHeld) {
+  std::ostringstream os;
+  SweepProgress prog(os, false, 3);
+  prog.hold();
+  prog.done_one();
+  prog.done_one();
+  prog.done_one();
+  EXPECT_EQ(os.str(), "");
+  prog.note("vcpusim: a warning");
+  prog.release();
+  const std::string out = os.str();
+  EXPECT_EQ(out.rfind("vcpusim: a warning\nsweep: 3/3 runs done, ", 0), 0u) << out;
+  // Released before the last run, a plain line waits for the usual rhythm (or the last run).
+  std::ostringstream os2;
+  SweepProgress two(os2, false, 3);
+  two.hold();
+  two.done_one();
+  two.release();
+  EXPECT_EQ(os2.str(), "");
+  two.done_one();
+  two.done_one();
+  EXPECT_EQ(os2.str().rfind("sweep: 3/3 runs done, ", 0), 0u) << os2.str();
 }
 
 }  // namespace vcpusim::app
