@@ -14,7 +14,7 @@
 //    pCPU, if it was preempted or halted then): the delivery and the handler;
 //  - a halted target is woken by the IPI (a host kick) unless it polls an event channel for a
 //    PV lock kick (Xen flavour), which only that kick ends; it acknowledges once it runs;
-//  - a call that finds any target off its pCPU counts one "IPI stall".
+//  - a call that finds any target off its pCPU, and waits for it, counts one "IPI stall".
 // MODEL: the handler's CPU time on the target is not charged to the target's own work (a few
 // hundred ns against its 3 us of delivery latency); the sends are parallel, not one ICR write
 // after another. A KVM PV TLB flush (GuestParams::pv_tlb_flush, 4.16+ guests) sends nothing to a
