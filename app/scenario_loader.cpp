@@ -505,6 +505,13 @@ void read_ple(const YamlReader& h, const std::string& policy, hv::PleParams& p) 
     r.at("scan").fail("'5.10' is KVM's kvm_vcpu_on_spin; a Xen host (flavour xen) yields the spinner itself");
 }
 
+// A KVM mechanism set on another host: "WHAT is KVM's (...) and needs a KVM host, policy cfs; a
+// POLICY ELSEWHERE" at its line, where it would have run as if not given.
+void require_kvm_host(const YamlReader& at, const std::string& policy, const std::string& what,
+                      const std::string& elsewhere) {
+  if (policy != "cfs") at.fail(what + " and needs a KVM host, policy cfs; a " + policy + " " + elsewhere);
+}
+
 // host.halt_poll: KVM halt polling (hypervisor/halt_poll.h has each default and its source). It is
 // kvm_vcpu_block()'s, so only a KVM host (cfs) has it: a Xen vCPU that blocks gives up its pCPU.
 void read_halt_poll(const YamlReader& h, const std::string& policy, hv::HaltPollParams& p) {
@@ -518,9 +525,9 @@ void read_halt_poll(const YamlReader& h, const std::string& policy, hv::HaltPoll
   p.grow = static_cast<std::uint32_t>(r.get_int("grow", p.grow, 0, kU32));
   p.grow_start = r.get_duration("grow_start", p.grow_start, 0, sim::seconds(1));
   p.shrink = static_cast<std::uint32_t>(r.get_int("shrink", p.shrink, 0, kU32));
-  if (p.enabled && policy != "cfs")
-    r.at("enabled").fail("halt polling is KVM's (kvm_vcpu_block) and needs a KVM host, policy cfs; a " + policy +
-                         " host's vCPU gives up its pCPU when it blocks");
+  if (p.enabled)
+    require_kvm_host(r.at("enabled"), policy, "halt polling is KVM's (kvm_vcpu_block)",
+                     "host's vCPU gives up its pCPU when it blocks");
 }
 
 // host.cpuidle: {states: TABLE | [{name, exit_latency, target_residency}, ...]} (hypervisor/
@@ -783,9 +790,9 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     // KVM_HC_KICK_CPU's yield (5.3+; HostSpec::kick_boost) is KVM's: a Xen PV unlock sends an
     // event channel, which yields nothing.
     s.host.kick_boost = h.get_bool("kick_boost", false);
-    if (s.host.kick_boost && s.policy != "cfs")
-      h.at("kick_boost").fail("the kick boost is KVM's (KVM_HC_KICK_CPU, Linux 5.3+) and needs a KVM host, policy cfs; a " +
-                              s.policy + " host's PV kick is an event channel send, which yields nothing");
+    if (s.host.kick_boost)
+      require_kvm_host(h.at("kick_boost"), s.policy, "the kick boost is KVM's (KVM_HC_KICK_CPU, Linux 5.3+)",
+                       "host's PV kick is an event channel send, which yields nothing");
     // The reschedule IPI is the one cfs (yield_to, wake-up preemption) and credit2 (a tickle)
     // send to a remote pCPU (resched_remote); rr sends none, and at sched-gran=core every tickle
     // is at once, so there a value ran as if not given.
@@ -816,9 +823,9 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     s.guest.context_switch = g.get_duration("context_switch", s.guest.context_switch, 0, sim::ms(10));
     s.guest.pv_tlb_flush = g.get_bool("pv_tlb_flush", false);
     // The guest uses it only where the host offers KVM_FEATURE_PV_TLB_FLUSH: a KVM host.
-    if (s.guest.pv_tlb_flush && s.policy != "cfs")
-      g.at("pv_tlb_flush").fail("the PV TLB flush is KVM's (KVM_FEATURE_PV_TLB_FLUSH, Linux 4.16+ guests) and needs a "
-                                "KVM host, policy cfs; a " + s.policy + " host does not offer it");
+    if (s.guest.pv_tlb_flush)
+      require_kvm_host(g.at("pv_tlb_flush"), s.policy, "the PV TLB flush is KVM's (KVM_FEATURE_PV_TLB_FLUSH, Linux 4.16+ guests)",
+                       "host does not offer it");
   }
 
   topo::CpuSet usable;

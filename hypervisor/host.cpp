@@ -450,7 +450,7 @@ void Host::kick_cpu(VcpuId id, Waker by) {
     violation("ple-same-vm", by.vcpu, vcpus_[by.vcpu].pcpu,
               "a PV kick yielded to entity " + std::to_string(id) + " of another VM");
   if (yield(by.vcpu, id) <= 0) return;
-  if (trace_) trace_->instant("kick-yield", by.vcpu, vcpus_[by.vcpu].pcpu, now_);
+  trace_instant("kick-yield", by.vcpu);
   if (now_ >= spec_.warmup) ++ple_.stats(vcpus_[id].domain).kick_yields;
 }
 
