@@ -392,7 +392,10 @@ ConfigError locate_in_sweep(const SweepPlan& plan, const SweepRun& run, const Co
   // 3. A field an override created on its way (a misspelt mapping in its path).
   for (auto it = run.sources.rbegin(); it != run.sources.rend(); ++it)
     if (field_within(override_field(plan.base, it->first), f)) return at_override(*it);
-  if (n.Mark().is_null()) return e;
+  // 4. A field no line holds: a --set's value, valid in the base but not in this run (`vcpusim
+  // run FILE --set host.core_scheduling=cookie` where a column sets host.smt: off). Without the
+  // run, the message blamed the --set for a rule the base it runs keeps.
+  if (n.Mark().is_null()) return ConfigError(e.file(), 0, 0, f, e.message() + in_run);
   return ConfigError(e.file(), n.Mark().line + 1, n.Mark().column + 1, f, e.message() + in_run);
 }
 

@@ -217,6 +217,23 @@ TEST(Sweep, ManySetsIntoOneMappingGiveEveryKeyAndBlameTheFirstBadOne) {
   }
 }
 
+// `vcpusim run FILE --set ...` checks the file's columns too; a --set the base takes but a
+// column cannot (cookies without SMT) names that column, or the refusal reads as a rule the
+// base it runs breaks.
+TEST(Sweep, ASetThatOnlyAColumnCannotTakeNamesTheColumn) {
+  const YamlReader root = YamlReader::load_string(
+      std::string(kBase) + "columns:\n  HT: {host.smt: on}\n  noHT: {host.smt: off}\n", "s.yaml");
+  const std::vector<CommandLineSet> sets = parse_command_line_sets("--set", {"host.core_scheduling=cookie"});
+  std::string error = "no error";
+  try {
+    load_scenario(apply_command_line_sets(root, sets));
+  } catch (const ConfigError& e) {
+    error = blame_command_line_sets(sets, root.node(), e).what();
+  }
+  EXPECT_EQ(error.find("<command line>: --set host.core_scheduling: 'cookie' needs host.smt: on"), 0u) << error;
+  EXPECT_NE(error.find("(in the sweep's run {}, column noHT)"), std::string::npos) << error;
+}
+
 TEST(Sweep, SeedsDependOnlyOnThePoint) {
   const SweepPlan small = plan("sweep:\n  vms.a.count: [2]\n");
   const SweepPlan large = plan("sweep:\n  vms.a.count: [1, 2, 3]\n");
