@@ -509,6 +509,21 @@ void Host::arm_core_tick(const topo::CpuSet& core, PcpuId leader) {
   if (at != sim::kNever) queue_.push(at, sim::Phase::kHypervisorTimer, kCoreRepick, leader, core_gen_[leader]);
 }
 
+// p's runqueue fell to one entity while a sibling may be forced idle: the policy's tick rule,
+// which arm_core_tick or core_repick found could not fire (its runner shared the runqueue), is
+// looked at again now, as the kernel's next tick would. Without it a runner whose runqueue
+// emptied by a migration kept its core for good, its forced-idle sibling never re-picked.
+void Host::runqueue_fell_to_one(PcpuId p) {
+  const CoreSchedParams& cs = spec_.core_sched;
+  if (!cs.enabled || cs.tick == C::Tick::kNone) return;
+  const topo::CpuSet core = topo_.smt_mask(p) & usable_;
+  bool fi = false;
+  core.for_each([&](PcpuId s) { fi = fi || pcpus_[s].forced_idle; });
+  if (!fi) return;
+  const PcpuId leader = topo_.smt_mask(p).first();
+  queue_.push(now_, sim::Phase::kHypervisorTimer, kCoreRepick, leader, core_gen_[leader]);
+}
+
 void Host::core_repick(PcpuId leader) {
   const CoreSchedParams& cs = spec_.core_sched;
   const topo::CpuSet core = topo_.smt_mask(leader) & usable_;

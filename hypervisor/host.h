@@ -191,6 +191,7 @@ class Host final : public HypervisorView, public SchedActions, public GuestPort 
   void arm_timer(TimerId t, sim::Time when) override;
   void cancel_timer(TimerId t) override;
   void runqueue_grew(PcpuId p) override;
+  void runqueue_fell_to_one(PcpuId p) override;
 
   // GuestPort
   /// The end of warm-up, known from the start: guests ask it during warm-up to decide not to

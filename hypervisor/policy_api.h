@@ -122,6 +122,11 @@ class SchedActions {
   /// KVM's halt path there stops (single_task_running(), halt_poll.h). Policies that report
   /// nr_running() call it whenever that count rises past one. Default: nothing to do.
   virtual void runqueue_grew(PcpuId /*p*/) {}
+  /// p's root runqueue fell to a lone entity. Core scheduling's forced-idle tick rule fires only
+  /// then (task_tick_core's "rq->cfs.nr_running == 1"), and the kernel checks it at every tick,
+  /// so a rule found not to apply must be looked at again now (core_sched.cpp). Policies that
+  /// answer forced_idle_tick() call it. Default: nothing to do.
+  virtual void runqueue_fell_to_one(PcpuId /*p*/) {}
 };
 
 struct SchedContext {

@@ -579,6 +579,7 @@ void Cfs::account_entity(CfsRq& q, PcpuId p, VcpuId se, bool add) {
     --q.nr;
   }
   if (&q != static_cast<CfsRq*>(&rqs_[p])) return;
+  if (!add && q.nr == 1) act_->runqueue_fell_to_one(p);  // core scheduling's tick rule may apply now
   for (std::uint32_t sp : spans_with_[p]) {
     if (add) sums_[sp].load += w;
     else sums_[sp].load -= w;

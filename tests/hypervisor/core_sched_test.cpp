@@ -579,3 +579,39 @@ TEST(CoreSchedSwitch, RefusingBalancerKeepsMismatchedEntitiesOffTheCore) {
 
 }  // namespace
 }  // namespace vcpusim
+
+namespace vcpusim {
+namespace {
+
+// The forced-idle tick rule needs a lone entity on the runner's runqueue, and the kernel checks
+// it at every tick. Thread 0 runs x and w (cookie 1) beside y (cookie 2) on its sibling, thread
+// 2; z holds thread 1 for 50 ms and halts, and thread 1 then pulls w (the only entity that may
+// move), which leaves x alone on thread 0 without a schedule() there. The rule, found not to
+// apply while w was queued, must be looked at again: x and y then take turns (v4: each about a
+// full 12 ms slice, up to the tick). Without that, whichever held the core when w left kept it.
+// Returns y's share of [300 ms, 1.3 s).
+double lone_runner_share(std::uint64_t seed) {
+  TestHost h(test::two_cores_ht(), with_core_sched("v4"), seed, "cfs");
+  auto x = h.add_fake(tagged("x", 1, test::cpus({0})));
+  auto w = h.add_fake(tagged("w", 1, test::cpus({0, 1})));
+  auto z = h.add_fake(tagged("z", 3, test::cpus({1})));
+  auto y = h.add_fake(tagged("y", 2, test::cpus({2})));
+  h.start();
+  h.fake().set_plan(z.vcpus[0], FakeGuest::job(50e6));
+  h.fake().kick(z.vcpus[0]);
+  hog_all(h, {&x, &w, &y});
+  h.run_until(sim::ms(10));
+  EXPECT_EQ(h.host().vcpu(w.vcpus[0]).pcpu, 0u) << "w must start on x's thread";
+  h.run_until(sim::ms(300));
+  EXPECT_EQ(h.host().vcpu(w.vcpus[0]).pcpu, 1u) << "w must have moved to thread 1";
+  const sim::Duration before = h.host().vcpu_stats(y.vcpus[0]).running;
+  h.run_until(sim::ms(1300));
+  return static_cast<double>(h.host().vcpu_stats(y.vcpus[0]).running - before) / sim::seconds(1);
+}
+
+TEST(CoreSchedSwitch, TickFixIsLookedAtAgainWhenTheRunnersRunqueueFallsToOne) {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) EXPECT_NEAR(lone_runner_share(seed), 0.5, 0.05) << "seed " << seed;
+}
+
+}  // namespace
+}  // namespace vcpusim
