@@ -398,7 +398,16 @@ void Host::core_schedule(PcpuId p) {
       mi = i;
   const std::uint64_t cookie = mi == kMax ? 0 : vcpus_[cand[mi].vcpu].cookie;
   // The filtered re-picks: fresh on a sibling, as p's own pick was on p.
-  const auto match_on = [&](PcpuId s, std::uint64_t c) { return PickFilter{true, c, s != p || fresh, s == p}; };
+  // The threads decided so far that run an entity: the occupation a sibling that goes forced idle
+  // now would give its idle task (v3's occ, counted over the core's final picks). MODEL: the
+  // siblings decided after it are not counted, which is exact for two threads per core, where a
+  // forced-idle thread's one sibling is the max, decided first.
+  std::uint8_t occupied = 0;
+  const auto match_on = [&](PcpuId s, std::uint64_t c) {
+    PickFilter f{true, c, s != p || fresh, s == p};
+    f.occupation = occupied;
+    return f;
+  };
 
   // Siblings running another cookie leave first, so no instant shows two cookies.
   for (std::size_t i = 0; i < n; ++i) {
@@ -422,6 +431,7 @@ void Host::core_schedule(PcpuId p) {
       check_pick(s, curr, pk, match);
     }
     if (s == p || evicted[i] || pk.vcpu != curr) commit(s, curr, pk);
+    if (pk.vcpu != kIdle) ++occupied;
     decided_at_[s] = now_;
     decided_seq_[s] = core_task_seq_[leader] + 1;
     const VcpuId refused = cand[i].vcpu;
@@ -464,6 +474,11 @@ void Host::core_schedule(PcpuId p) {
       }
     }
   }
+
+  // Every entity the pick chose records how full it left the core ("rq_i->core_pick->core_occupation
+  // = occ" for each sibling, RFC v3's "sched: Trivial forced-newidle balancer" and mainline).
+  for (std::size_t i = 0; i < n; ++i)
+    if (const VcpuId c = pcpus_[sib[i]].curr; c != kIdle) vcpus_[c].core_occupation = occupied;
 
   check_cookies(p);
 

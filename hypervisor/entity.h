@@ -44,6 +44,10 @@ struct Vcpu {
   topo::CpuSet soft;                ///< soft affinity: prefers to run here
   std::uint32_t weight = 256;       ///< relative share, Xen's default weight 256
   std::uint64_t cookie = 0;         ///< core-scheduling cookie (0 = untagged)
+  /// Core scheduling's p->core_occupation: how many threads of its core ran an entity in the
+  /// last core-wide pick that chose it (0 before any). The forced-newidle balancer steals only
+  /// an entity whose occupation is no more than the stealing pCPU's (try_steal_cookie).
+  std::uint8_t core_occupation = 0;
   std::uint32_t process = 0;        ///< which process of its (bare-metal) domain it belongs to
 
   // Execution (the rate model).

@@ -59,6 +59,9 @@ struct PickFilter {
   /// set_next_task(rq, next) even when next is the task that ran: a running entity picked again
   /// after a reschedule starts a new slice (CFS: set_next_entity sets prev_sum_exec_runtime).
   bool core = false;
+  /// Under a cookie filter: the core_occupation a forced-idle pCPU's idle task gets from this
+  /// core-wide pick (dst->idle->core_occupation), which try_steal_cookie compares.
+  std::uint8_t occupation = 0;
   bool allows(const Vcpu& v) const { return !match_cookie || v.cookie == cookie; }
 };
 

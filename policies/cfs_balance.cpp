@@ -757,8 +757,10 @@ VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
   // sched_core_balance() -> steal_cookie_task() -> try_steal_cookie(): p idles under core
   // scheduling; walk its domains bottom-up, their CPUs from p on (wrapping), for a queued (not
   // running) entity of the core's cookie that may run on p: the best such on the first CPU that
-  // has one (sched_core_find). Untagged work is never stolen. MODEL: core_occupation is not
-  // compared, and a CPU is not skipped for holding its core_pick (there is none between picks).
+  // has one (sched_core_find). Untagged work is never stolen, nor an entity that last ran in a
+  // fuller core than p's ("if (p->core_occupation > dst->idle->core_occupation) goto next": a
+  // task that ran beside a sibling of its cookie is not pulled to run beside none). MODEL: a CPU
+  // is not skipped for holding its core_pick (there is none between picks).
   // Only a CPU that is itself forced idle steals, as queue_core_balance() queues the balancer
   // only then ("if (!rq->nr_running) /* not forced idle */ return;"). The kernel steals in a
   // balance callback right after the switch to idle; here the pick that idles chooses the steal
@@ -780,7 +782,7 @@ VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
           VcpuId cand = sl.v;
           if (is_task(cand)) {
             const hv::Vcpu& e = hv_->vcpu(cand);
-            if (!f.allows(e) || !e.hard.test(p)) continue;
+            if (!f.allows(e) || !e.hard.test(p) || e.core_occupation > f.occupation) continue;
           } else if ((cand = self(my_q(cand).timeline, self)) == kNil) {
             continue;
           }

@@ -615,3 +615,36 @@ TEST(CoreSchedSwitch, TickFixIsLookedAtAgainWhenTheRunnersRunqueueFallsToOne) {
 
 }  // namespace
 }  // namespace vcpusim
+
+namespace vcpusim {
+namespace {
+
+// The forced-newidle balancer steals only an entity that last ran in a core no fuller than the
+// stealing CPU's (try_steal_cookie: "p->core_occupation > dst->idle->core_occupation"). Core 0
+// runs x (cookie 1) on thread 0 against y and y2 (cookie 2) on thread 2; on core 1, a1 (cookie 1)
+// holds thread 1 and a2 (cookie 1, allowed on threads 2 and 3) shares thread 3 with a3 (cookie
+// 1). Whenever cookie 1 wins core 0, thread 2 goes forced idle and looks for a queued cookie-1
+// entity that may run there: a2, when a3 runs. But a2 last ran beside a1 (occupation 2), so it
+// is not taken to run beside an idle sibling (occupation 1). Taking it would only have the
+// periodic balancer move it back, the two cores' loads being equal: without the comparison a2
+// moves 5 times in this run's first second, and the first steal comes before 200 ms.
+TEST(CoreSchedSwitch, ForcedIdleStealsNoEntityThatRanInAFullerCore) {
+  TestHost h(test::two_cores_ht(), with_core_sched("v4"), 1, "cfs");
+  auto x = h.add_fake(tagged("x", 1, test::cpus({0})));
+  auto y = h.add_fake(tagged("y", 2, test::cpus({2})));
+  auto y2 = h.add_fake(tagged("y2", 2, test::cpus({2})));
+  auto a1 = h.add_fake(tagged("a1", 1, test::cpus({1})));
+  auto a3 = h.add_fake(tagged("a3", 1, test::cpus({3})));
+  auto a2 = h.add_fake(tagged("a2", 1, test::cpus({2, 3})));
+  h.start();
+  hog_all(h, {&x, &y, &y2, &a1, &a3, &a2});
+  h.run_until(sim::ms(1000));
+  // The chance came: x held core 0 (thread 2 forced idle) for much of the run.
+  EXPECT_GT(h.host().vcpu_stats(x.vcpus[0]).running, sim::ms(300));
+  EXPECT_EQ(h.host().vcpu(a2.vcpus[0]).migrations, 0u);
+  EXPECT_EQ(h.host().vcpu(a2.vcpus[0]).pcpu, 3u);
+  h.host().check_conservation();
+}
+
+}  // namespace
+}  // namespace vcpusim
