@@ -270,11 +270,14 @@ int run_command_line(int argc, char** argv) {
   auto* trace = cli.add_subcommand("trace", "Write a Chrome/Perfetto trace (JSON) of a window of a run: pCPU and vCPU tracks");
   std::string trace_file, trace_window = "0s..200ms", trace_out;
   std::optional<std::uint64_t> trace_seed;
+  std::uint32_t trace_rep = 0;
   trace->add_option("SCENARIO", trace_file, "scenario YAML file (default: the built-in default scenario)")->check(kNonEmpty);
   std::vector<std::string> trace_sets;
   trace->add_option("--set", trace_sets, "override a field of the scenario: PATH=VALUE (YAML), repeatable");
   trace->add_option("--window", trace_window, "simulated interval to keep, FROM..TO (default 0s..200ms)")->check(kNonEmpty);
-  trace->add_option("--seed", trace_seed, "seed (default: the scenario's repetition 0 seed)")->transform(seed_range);
+  trace->add_option("--seed", trace_seed, "master seed, as run's (overrides the scenario's seed:)")->transform(seed_range);
+  trace->add_option("--repetition", trace_rep, "which repetition to trace, numbered from 0 as run's (default 0)")
+      ->transform(field_range(0, app::kMaxRepetitions - 1));
   trace->add_option("--out", trace_out, "output file (open it in ui.perfetto.dev or chrome://tracing)")->required()->check(kNonEmpty);
 
   auto* bench = cli.add_subcommand("bench", "Measure the engine's and whole scenarios' speed (medians over repeats)");
@@ -589,7 +592,12 @@ int run_command_line(int argc, char** argv) {
       spec.duration = end;
       if (spec.warmup >= spec.duration) spec.warmup = spec.host.warmup = 0;
       app::PerfettoTrace tr(*from, *to);
-      app::run_scenario(spec, trace_seed ? *trace_seed : app::repetition_seed(spec.seed, 0), &tr);
+      // The run `vcpusim run` makes as that repetition: --seed is the master seed, as there and as
+      // `seed:` is (a --set seed=N traced another run than --seed N, though the two were refused
+      // together as one setting), and each repetition's own seed is derived from it.
+      if (trace_seed) spec.seed = *trace_seed;
+      const std::uint64_t run_seed = app::repetition_seed(spec.seed, trace_rep);
+      app::run_scenario(spec, run_seed, &tr);
       std::ostringstream os;
       tr.write(os);
       app::write_atomically(trace_out, os.str());
@@ -597,7 +605,7 @@ int run_command_line(int argc, char** argv) {
                 << (cut ? trace_window.substr(0, trace_window.find("..")) + ".." + fmt::format("{:g}s", sim::to_seconds(end)) +
                               ", where the run ends"
                         : trace_window)
-                << "] -> " << trace_out << "\n";
+                << "] -> " << trace_out << " (repetition " << trace_rep << ", seed " << run_seed << ")\n";
       return 0;
     }
     if (*bench) {

@@ -2155,3 +2155,44 @@ TEST(CliShard, APointHoldingAControlCharacterIsRefusedAtItsLine) {
         << axis << o.output;
   }
 }
+
+namespace vcpusim {
+namespace {
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// `trace --seed N` traced the run whose own seed was N, while `run --seed N` and `trace --set
+// seed=N` take N as the master seed, from which each repetition's seed is derived: the two ways
+// that the trace refuses together as one setting traced two different runs, and no seed could
+// reach a repetition of `run` (their seeds span 64 bits, --seed stops at 2^63 - 1). Now --seed is
+// the master seed, --repetition picks the repetition, and the summary names the run's own seed,
+// the `seed` that `run --json` gives that repetition.
+TEST(Cli, TraceSeedIsTheMasterSeedAndRepetitionPicksTheRun) {
+  const std::string f = write_temp("trace-seed.yaml", with("duration: 200ms", "duration: 200ms\nguest: {start_jitter: 5ms}"));
+  const auto trace = [&](const std::string& args, const std::string& out) {
+    const Outcome o = run("trace " + f + " --window 0s..20ms --out " + out + " " + args);
+    EXPECT_EQ(o.status, 0) << o.output;
+    return std::make_pair(file_text(out), o.output);
+  };
+  const auto flag = trace("--seed 4", f + ".a.json"), field = trace("--set seed=4", f + ".b.json");
+  const auto second = trace("--seed 4 --repetition 1", f + ".c.json");
+  EXPECT_EQ(flag.first, field.first);
+  EXPECT_NE(flag.first, second.first);
+  const Outcome runs = run("run " + f + " --seed 4 --repetitions 2 --json -");
+  ASSERT_EQ(runs.status, 0) << runs.output;
+  const nlohmann::json doc = nlohmann::json::parse(runs.output.substr(runs.output.find('{')));
+  for (int rep : {0, 1}) {
+    const std::string seed = std::to_string(doc.at("runs").at(rep).at("seed").get<std::uint64_t>());
+    const std::string& summary = rep == 0 ? flag.second : second.second;
+    EXPECT_NE(summary.find("(repetition " + std::to_string(rep) + ", seed " + seed + ")"), std::string::npos) << summary;
+  }
+  EXPECT_EQ(run("trace " + f + " --out " + f + ".d.json --repetition 10000").status, 2);
+}
+
+}  // namespace
+}  // namespace vcpusim
