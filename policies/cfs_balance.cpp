@@ -759,7 +759,8 @@ VcpuId Cfs::steal_cookie(PcpuId p, const hv::PickFilter& f, PcpuId& src) const {
   // running) entity of the core's cookie that may run on p: the best such on the first CPU that
   // has one (sched_core_find). Untagged work is never stolen, nor an entity that last ran in a
   // fuller core than p's ("if (p->core_occupation > dst->idle->core_occupation) goto next": a
-  // task that ran beside a sibling of its cookie is not pulled to run beside none). MODEL: a CPU
+  // task that last ran in a core its cookie filled is not taken from there to fill a core its
+  // cookie only partly fills). MODEL: a CPU
   // is not skipped for holding its core_pick (there is none between picks).
   // Only a CPU that is itself forced idle steals, as queue_core_balance() queues the balancer
   // only then ("if (!rq->nr_running) /* not forced idle */ return;"). The kernel steals in a
