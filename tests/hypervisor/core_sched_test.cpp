@@ -625,9 +625,10 @@ namespace {
 // holds thread 1 and a2 (cookie 1, allowed on threads 2 and 3) shares thread 3 with a3 (cookie
 // 1). Whenever cookie 1 wins core 0, thread 2 goes forced idle and looks for a queued cookie-1
 // entity that may run there: a2, when a3 runs. But a2 last ran beside a1 (occupation 2), so it
-// is not taken to fill core 0, which cookie 1 half fills (occupation 1). Taking it would only have the
-// periodic balancer move it back, the two cores' loads being equal: without the comparison a2
-// moves 5 times in this run's first second, and the first steal comes before 200 ms.
+// is not taken to fill core 0, which cookie 1 half fills (occupation 1). Taking it would only
+// have the periodic balancer move it back, the two cores' loads being equal: without the
+// comparison a2 moves 5 times in this run's first second, and the first steal comes before
+// 200 ms.
 TEST(CoreSchedSwitch, ForcedIdleStealsNoEntityThatRanInAFullerCore) {
   TestHost h(test::two_cores_ht(), with_core_sched("v4"), 1, "cfs");
   auto x = h.add_fake(tagged("x", 1, test::cpus({0})));
