@@ -110,8 +110,11 @@ nlohmann::json run_bench(const BenchOptions& o, std::ostream& progress) {
   std::vector<Case> cases;
   cases.push_back({"default", load_default_scenario()});
   for (const auto& b : kBenchScenarios) {
-    const std::string path = find_config(b.file);
-    if (path.empty()) throw std::runtime_error(std::string("bench: configs/") + b.file + " not found");
+    ConfigMiss miss;
+    const std::string path = find_config(b.file, &miss);
+    if (path.empty())
+      throw std::runtime_error(std::string("bench: configs/") + b.file +
+                               (miss.reason.empty() ? " not found" : " (" + miss.path + "): " + miss.reason));
     cases.push_back({b.label, load_scenario_file(path)});
   }
   for (auto& c : cases) {

@@ -36,10 +36,24 @@ std::string find_config(const std::string& relative, ConfigMiss* miss) {
     std::error_code ec;
     if (fs::exists(p, ec)) return p.string();
     // exists() clears ec for a name that is simply not there; what is left is why nothing can be
-    // read at it (a loop of symbolic links). The search goes on, as for an absent file, but the
-    // first such reason is kept for the caller's "not found" ("unknown preset" sent one looking
-    // for a typo in a name that was right).
-    if (ec && miss && miss->path.empty()) *miss = ConfigMiss{p.string(), ec.message()};
+    // read at it (a loop of symbolic links). A symbolic link to nothing is there too, though
+    // exists() follows it and says not.
+    std::string reason = ec ? ec.message() : "";
+    if (reason.empty()) {
+      std::error_code lec;
+      if (fs::is_symlink(fs::symlink_status(p, lec))) {
+        const fs::path target = fs::read_symlink(p, lec);
+        reason = "a symbolic link to '" + target.string() + "', which does not exist";
+      }
+    }
+    // Something broken at a name stops the search: going on put a later directory's file of that
+    // name in the place of the one meant (a broken preset in VCPUSIM_CONFIG_DIR ran the built-in
+    // one, exit 0), and finding none, "unknown preset" sent one looking for a typo in a name that
+    // was right. The caller names the place and the reason.
+    if (!reason.empty()) {
+      if (miss) *miss = ConfigMiss{p.string(), reason};
+      return "";
+    }
   }
   return "";
 }

@@ -14,17 +14,18 @@ namespace vcpusim::app {
 /// messages that say where a file was looked for.
 std::vector<std::string> config_search_dirs();
 
-/// Where find_config found nothing, but not because nothing was there: the first path whose
-/// lookup failed for another reason than absence, and the system's reason for it (e.g. "Too many
-/// levels of symbolic links"). Both are empty when every place simply lacked the file.
+/// Where find_config found nothing, but not because nothing was there: the path whose lookup
+/// failed for another reason than absence, and why (the system's "Too many levels of symbolic
+/// links", or a symbolic link to nothing). Both are empty when every place simply lacked the file.
 struct ConfigMiss {
   std::string path;
   std::string reason;
 };
 
 /// The first existing path `dir/relative` over config_search_dirs(), e.g. for
-/// "topologies/xeon-x5570-2s.yaml"; "" if there is none, and then, if `miss` is given, it is
-/// set to the first place that could not be reached (a later directory holding the file still wins).
+/// "topologies/xeon-x5570-2s.yaml"; "" if there is none, or if something at that name in an
+/// earlier directory cannot be reached (a later directory's file would run in its place), and
+/// then, if `miss` is given, it names that place and why.
 std::string find_config(const std::string& relative, ConfigMiss* miss = nullptr);
 
 /// Names of the topology presets (topologies/NAME.yaml) in all config directories, sorted and

@@ -296,6 +296,37 @@ TEST(Cli, ATopologyPresetThatIsASymlinkLoopSaysSo) {
   }
 }
 
+// A broken preset in VCPUSIM_CONFIG_DIR under a built-in preset's name (a loop, or a symbolic link
+// to a file that is gone) was passed over, and the built-in machine ran in its place (exit 0);
+// a link to nothing under a new name was "unknown topology preset", as if the name were a typo.
+// Both stop the search where they are, and are named with why.
+TEST(Cli, ABrokenPresetIsNotReplacedByALaterDirectorysPreset) {
+  const std::filesystem::path dir = fresh_dir("preset-shadow");
+  std::filesystem::create_directories(dir / "configs" / "topologies");
+  const std::filesystem::path loop = dir / "configs" / "topologies" / "desktop-4c8t.yaml";
+  std::filesystem::create_symlink("desktop-4c8t.yaml", loop);
+  const std::filesystem::path dangling = dir / "configs" / "topologies" / "gone.yaml";
+  std::filesystem::create_symlink("moved-away.yaml", dangling);
+  const std::filesystem::path dangling_builtin = dir / "configs" / "topologies" / "one-core-ht.yaml";
+  std::filesystem::create_symlink("moved-away.yaml", dangling_builtin);
+  const std::string env = "VCPUSIM_CONFIG_DIR=" + (dir / "configs").string() + " timeout 120 " + binary() + " run ";
+  const struct {
+    std::string value, message;
+  } cases[] = {
+      {"desktop-4c8t", "3:11: topology: topology preset 'desktop-4c8t' (" + loop.string() + "): Too many levels of symbolic links"},
+      {"one-core-ht", "3:11: topology: topology preset 'one-core-ht' (" + dangling_builtin.string() +
+                          "): a symbolic link to 'moved-away.yaml', which does not exist"},
+      {"gone", "3:11: topology: topology preset 'gone' (" + dangling.string() +
+                   "): a symbolic link to 'moved-away.yaml', which does not exist"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = write_temp("preset-shadow.yaml", with("topology: desktop-4c8t", "topology: " + c.value));
+    const Outcome o = shell(env + path + " --quiet");
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find(path + ":" + c.message), std::string::npos) << o.output;
+  }
+}
+
 // So is a reproduction's name: configs' reproduce/NAME.yaml as a loop of symbolic links was "no
 // reproduction 'x' (known: x)", the listing naming the very file the lookup had skipped.
 TEST(Cli, AReproductionThatIsASymlinkLoopSaysSo) {
