@@ -120,8 +120,18 @@ std::vector<nlohmann::json> read_records(const std::string& path, std::vector<in
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) && !std::filesystem::is_fifo(st))
     throw ConfigError(path, 0, 0, "", "is not a records file (records.jsonl) or a sweep directory");
+  errno = 0;
   std::ifstream in(path);
-  if (!in) return out;
+  if (!in) {
+    // Only a file that is not there is no records yet (a sweep not started). One that is there
+    // but may not be read was "no records to compare (an empty file ...)", exit 2 for the wrong
+    // reason, and a sweep's resume took it for a fresh start.
+    const int err = errno;
+    const bool absent = ec && (ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory);
+    if (absent) return out;
+    const std::string why = err ? std::generic_category().message(err) : ec ? ec.message() : "";
+    throw ConfigError(path, 0, 0, "", why.empty() ? "cannot open file" : "cannot open file: " + why);
+  }
   std::string line;
   int lineno = 0;
   std::string first_fields;  // the swept fields of the file's first record, and its line
