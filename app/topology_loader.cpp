@@ -148,7 +148,7 @@ std::vector<double> get_matrix(const YamlReader& m, std::string_view key, std::s
 topo::TopologySpec spec_from_map(const YamlReader& m, const std::string& default_name) {
   m.require_map();
   m.only({"name", "sockets", "cores_per_socket", "threads_per_core", "nodes", "distances", "latency_ns",
-          "node_bandwidth_mbps", "remote_bandwidth_ratio"});
+          "node_bandwidth_mbps", "remote_bandwidth_ratio", "cores_per_llc"});
   topo::TopologySpec s;
   s.name = m.get_string("name", default_name);
   // Without `name:` the name is the file's (see the scenario's in scenario_loader.cpp).
@@ -162,6 +162,8 @@ topo::TopologySpec spec_from_map(const YamlReader& m, const std::string& default
   s.cores_per_socket = get_count(m, "cores_per_socket", kMaxCount);
   s.threads_per_core = get_count(m, "threads_per_core", kMaxThreadsPerCore);
   s.nodes = get_count(m, "nodes", kMaxCount);
+  // Optional: without it, one LLC per node within a socket (topology_spec.h).
+  if (m.has("cores_per_llc")) s.cores_per_llc = static_cast<std::uint32_t>(m.get_int("cores_per_llc", 0, 1, kMaxCount));
   s.distances = get_matrix(m, "distances", s.nodes);
   s.latency_ns = get_matrix(m, "latency_ns", s.nodes);
   s.node_bandwidth_mbps = m.get_double("node_bandwidth_mbps", 0.0, 0.0, kMaxBandwidthMbps);

@@ -14,6 +14,8 @@
 //   latency_ns: [[65, 106], [106, 65]] # optional, measured; default: distance / 10 as ratio
 //   node_bandwidth_mbps: 19000    # optional, STREAM-like MB/s per node; 0 = unlimited (default)
 //   remote_bandwidth_ratio: 0.6   # optional, remote / local bandwidth, (0, 1]; default 0.5
+//   cores_per_llc: 4              # optional, cores sharing an LLC; divides a node's cores within
+//                                 # a socket; default all of them
 //
 // Every mistake is a ConfigError at the offending line: YamlReader checks keys, types and
 // ranges; load_topology() also turns build_topology()'s TopologyError into one.

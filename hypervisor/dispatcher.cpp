@@ -183,10 +183,11 @@ void Host::switch_in(PcpuId p, VcpuId next) {
   set_runstate(v, Runstate::kRunning);
   ++v.context_switches;
   if (v.last_ran != kNoPcpu && !topo_.same_core(v.last_ran, p)) {
-    // Moved to another core: its private caches are cold (and the LLC too across nodes).
+    // Moved to another core: its private caches are cold (and the LLC too when the move
+    // leaves it: across nodes, or across a Zen CCX within one).
     ++v.migrations;
     sim::Duration cold = domains_[v.domain].cold_duration;
-    if (!topo_.same_node(v.last_ran, p)) cold = static_cast<sim::Duration>(cold * spec_.exec.cold_cross_node_factor);
+    if (!topo_.same_llc(v.last_ran, p)) cold = static_cast<sim::Duration>(cold * spec_.exec.cold_cross_node_factor);
     if (cold > 0) {
       v.cold_until = now_ + entry + cold;
       queue_.push(v.cold_until, sim::Phase::kGuest, kColdEnd, next, ++v.cold_gen);

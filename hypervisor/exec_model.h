@@ -43,7 +43,9 @@ struct ExecParams {
   /// a task that touches 64 KiB between sleeps has no 1 MiB to refill.
   double cold_footprint_bytes = 1024.0 * 1024.0;
   double cold_rate = 0.5;
-  /// Extra coldness when the move crosses nodes (LLC lost too): the window is multiplied.
+  /// Extra coldness when the move leaves the last-level cache (Topology::same_llc: across nodes,
+  /// sockets, or a Zen CCX within a node): the window is multiplied. The scenario key is
+  /// `cross_node_factor`, as on every machine but Zen an LLC is a node within a socket.
   double cold_cross_node_factor = 3.0;
   /// Time a pCPU spends switching from one entity to another, during which neither progresses
   /// (the incoming entity's first stretch on the pCPU, charged to its run time). What it stands

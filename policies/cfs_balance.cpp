@@ -10,12 +10,11 @@
 // -------
 // Every usable CPU gets the same ladder of levels, degenerate ones dropped (a level is kept if it
 // is strictly wider than the one below for some CPU): SMT (the core's threads), MC (the last-level
-// cache: this simulator's topology has no LLC of its own, so MODEL: the LLC is socket ∩ node --
-// the socket on Intel parts, the quadrant node in EPYC NPS4; Rome's L3 is per 4-core CCX, half a
-// quadrant, so there Linux has an MC level of 8 threads and a node level of 16 that the model
-// folds into one, with MC's imbalance_pct, cache_nice_tries and prefer_sibling; Milan's
-// 8-core CCD is the quadrant), DIE (the node, cpu_cpu_mask: only
-// distinct when a node holds several sockets), then one NUMA level per distinct SLIT distance
+// cache, Topology::llc_mask: the socket on Intel parts, by default a node within a socket, a
+// 4-core CCX on the Rome preset, cores_per_llc), DIE (the node, cpu_cpu_mask: distinct where a
+// node holds several LLCs, as a Rome NPS4 quadrant holds two CCXs, or several sockets. MODEL:
+// x86 drops DIE when nodes lie inside a package and its first NUMA level spans the node; here
+// that level has DIE's imbalance_pct and cache_nice_tries), then one NUMA level per distinct SLIT distance
 // (the nodes within that distance, sched_init_numa). Per level (sd_init): imbalance_pct SMT 110,
 // MC 117, DIE/NUMA 125; cache_nice_tries 0/1/1/2; balance_interval from the span's CPU count in
 // ms (min = span, max = 2 x span), x busy_factor (32) on a busy CPU, in jiffies clamped to
@@ -181,7 +180,7 @@ void Cfs::build_domains() {
   usable_.for_each([&](PcpuId p) {
     single_span_[p] = static_cast<std::uint32_t>(spans_.size());
     spans_.push_back(topo::CpuSet::single(p));
-    llc_threads_[p] = topo.threads_of_socket(topo.socket_of(p)) & topo.threads_of_node(topo.node_of(p)) & usable_;
+    llc_threads_[p] = topo.llc_mask(p) & usable_;
     llc_threads_[p].for_each([&](PcpuId q) { llc_cores_[p].set(topo.core_of(q)); });
   });
 

@@ -32,6 +32,12 @@ std::string str(double v) {
   return os.str();
 }
 
+// The cores a node has within a socket: the largest block an LLC may cover, and its size when
+// cores_per_llc is 0. (check_shape has made nodes a multiple or a divisor of sockets.)
+std::uint32_t llc_block(const TopologySpec& s) {
+  return s.nodes > s.sockets ? s.cores_per_socket / (s.nodes / s.sockets) : s.cores_per_socket;
+}
+
 void check_shape(const TopologySpec& s) {
   if (s.sockets < 1) throw TopologyError("sockets", "must be at least 1");
   if (s.cores_per_socket < 1) throw TopologyError("cores_per_socket", "must be at least 1");
@@ -53,6 +59,11 @@ void check_shape(const TopologySpec& s) {
   if (cores % s.nodes != 0)
     throw TopologyError("nodes", std::to_string(cores) + " cores do not divide evenly into " +
                                      std::to_string(s.nodes) + " nodes");
+  const std::uint32_t block = llc_block(s);
+  if (s.cores_per_llc > block || (s.cores_per_llc > 0 && block % s.cores_per_llc != 0))
+    throw TopologyError("cores_per_llc", std::to_string(s.cores_per_llc) + " does not divide the " +
+                                             std::to_string(block) + " cores a node has within a socket " +
+                                             "(a last-level cache lies inside one node and one socket)");
 }
 
 // A nodes x nodes matrix, or empty. ACPI SLIT rules as Linux checks them in slit_valid()
@@ -157,6 +168,16 @@ Topology build_topology(const TopologySpec& spec) {
     t.socket_threads_[p.socket].set(p.thread);
     t.node_threads_[p.node].set(p.thread);
     t.all_.set(p.thread);
+  }
+  // LLCs are blocks of cores_per_llc consecutive cores: cores are numbered socket by socket and
+  // nodes own contiguous blocks of them, so a block that divides a node's share of a socket
+  // never straddles either.
+  if (rs.cores_per_llc == 0) rs.cores_per_llc = llc_block(rs);
+  t.llc_of_core_.resize(t.core_threads_.size());
+  t.llc_threads_.resize(t.core_threads_.size() / rs.cores_per_llc);
+  for (CoreId c = 0; c < t.core_threads_.size(); ++c) {
+    t.llc_of_core_[c] = c / rs.cores_per_llc;
+    t.llc_threads_[c / rs.cores_per_llc] |= t.core_threads_[c];
   }
   t.core_thread_list_.resize(t.core_threads_.size());
   for (CoreId c = 0; c < t.core_threads_.size(); ++c)

@@ -54,6 +54,9 @@ class Topology {
   NodeId node_of(ThreadId t) const { return node_of_[t]; }
   NodeId node_of_core(CoreId c) const { return node_of_[core_threads_[c].first()]; }
 
+  /// All threads sharing t's last-level cache, t included (Linux cpu_coregroup_mask).
+  const CpuSet& llc_mask(ThreadId t) const { return llc_threads_[llc_of_core_[core_of_[t]]]; }
+  bool same_llc(ThreadId a, ThreadId b) const { return llc_of_core_[core_of_[a]] == llc_of_core_[core_of_[b]]; }
   /// All threads of t's core, t included (Linux cpu_smt_mask).
   const CpuSet& smt_mask(ThreadId t) const { return core_threads_[core_of_[t]]; }
   /// The other threads of t's core.
@@ -96,7 +99,8 @@ class Topology {
   std::vector<CoreId> core_of_;
   std::vector<SocketId> socket_of_;
   std::vector<NodeId> node_of_;
-  std::vector<CpuSet> core_threads_, socket_threads_, node_threads_;
+  std::vector<CpuSet> core_threads_, socket_threads_, node_threads_, llc_threads_;
+  std::vector<std::uint32_t> llc_of_core_;
   std::vector<std::vector<ThreadId>> core_thread_list_;
   CpuSet all_;
   Eigen::MatrixXd distance_, latency_ratio_;

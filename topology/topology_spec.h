@@ -30,6 +30,12 @@ struct TopologySpec {
   double node_bandwidth_mbps = 0.0;
   /// Remote bandwidth as a fraction of local (QPI/UPI/Infinity Fabric limited).
   double remote_bandwidth_ratio = 0.5;
+  /// Cores sharing one last-level cache, in contiguous blocks of cores (Linux's MC domain,
+  /// cpu_coregroup_mask). An LLC lies inside one node and one socket, so it divides the cores a
+  /// node has within a socket. 0: that whole block (one LLC per socket, or per node where a
+  /// socket holds several), as on Intel's server parts; AMD Zen's LLC is a CCX of 4 (Zen 2) or
+  /// 8 (Zen 3) cores.
+  std::uint32_t cores_per_llc = 0;
 };
 
 }  // namespace vcpusim::topo

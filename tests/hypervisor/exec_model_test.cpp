@@ -4,7 +4,7 @@
 // sibling sets the rate to the interference-matrix entry of the two profiles; remote memory
 // divides it by 1 + mem_intensity * (latency ratio - 1); a rate change part-way re-times the
 // completion so that work done = sum of rate x time over the pieces; and a move to another core
-// runs cache-cold (cold_rate) for cold_duration (x cold_cross_node_factor across nodes).
+// runs cache-cold (cold_rate) for cold_duration (x cold_cross_node_factor when it leaves the LLC).
 //
 // Every expected instant is computed by hand from those rules. A completion is scheduled at
 // start + ceil(remaining / rate), so an expected instant holds to within 1 ns per re-timing.
@@ -241,6 +241,21 @@ TEST(ExecModel, CrossNodeMigrationStretchesTheColdWindow) {
   EXPECT_EQ(r.ran_on, 1u);
   EXPECT_EQ(r.migrations, 1u);
   EXPECT_NEAR(r.done, 3e6 + kCs + w2 + 150e3, 2.0);
+}
+
+TEST(ExecModel, MoveAcrossLastLevelCachesWithinANodeStretchesTheColdWindow) {
+  // One node, two cores, each with an LLC of its own (a Zen CCX of one core): the move leaves
+  // the LLC without leaving the node, so the window is the cross-LLC one, 150 us lost, as in
+  // CrossNodeMigrationStretchesTheColdWindow; flat(2) (one LLC) loses 50 us, as above.
+  const double w2 = 1e6;
+  topo::TopologySpec ccx = test::flat(2);
+  ccx.cores_per_llc = 1;
+  MoveResult r = move_and_run(ccx, test::cpus({0, 1}), w2);
+  EXPECT_EQ(r.ran_on, 1u);
+  EXPECT_EQ(r.migrations, 1u);
+  EXPECT_NEAR(r.done, 3e6 + kCs + w2 + 150e3, 2.0);
+  MoveResult shared = move_and_run(test::flat(2), test::cpus({0, 1}), w2);
+  EXPECT_NEAR(shared.done, 3e6 + kCs + w2 + 50e3, 2.0);
 }
 
 TEST(ExecModel, MoveToSiblingThreadIsNotCold) {

@@ -336,8 +336,8 @@ TEST(CfsTick, TwoHogsSwitchOnlyOnTicksAndALoneHogNever) {
 // two_cores_ht: core 0 = threads {0, 2}, core 1 = {1, 3}. W forks onto CPU 0 (the fork balancer
 // keeps it local while everything is idle), runs 1 us and blocks; then hogs start on the given
 // pinned threads; at 10 ms W wakes. Returns the pCPU W was placed on.
-hv::PcpuId wake_placement(std::initializer_list<topo::ThreadId> busy) {
-  CfsHost ch(test::two_cores_ht(), {}, test::exact_host());
+hv::PcpuId wake_placement(std::initializer_list<topo::ThreadId> busy, topo::TopologySpec spec = test::two_cores_ht()) {
+  CfsHost ch(spec, {}, test::exact_host());
   const VcpuId w = ch.h.add_fake(test::vm("w", 1)).vcpus[0];
   std::vector<VcpuId> hogs;
   for (auto t : busy) hogs.push_back(ch.h.add_fake(test::vm("h" + std::to_string(t), 1, test::cpus({t}))).vcpus[0]);
@@ -370,6 +370,37 @@ TEST(CfsSelectIdleSibling, TakesPrevWhenIdleAndAnIdleThreadWhenNoCoreIsIdle) {
   EXPECT_EQ(wake_placement({1}), 0u);
   // No idle core (0 and 1 busy): select_idle_cpu takes the first idle thread after prev: 2.
   EXPECT_EQ(wake_placement({0, 1}), 2u);
+}
+
+TEST(CfsSelectIdleSibling, SearchesOnlyTheLastLevelCache) {
+  // Four cores in one node, an LLC of two (a Zen CCX): 0 and 1 busy, 2 and 3 idle in the other
+  // LLC. select_idle_sibling searches prev's LLC only (sd_llc), finds nothing idle and leaves W
+  // on prev; with one LLC for the node it takes idle core 2.
+  topo::TopologySpec ccx = test::flat(4);
+  ccx.cores_per_llc = 2;
+  EXPECT_EQ(wake_placement({0, 1}, ccx), 0u);
+  EXPECT_EQ(wake_placement({0, 1}, test::flat(4)), 2u);
+}
+
+TEST(CfsTunables, AZenCcxIsTheMcLevelAndItsNodeTheLevelAbove) {
+  // EPYC NPS4 in small: 2 sockets of 8 cores, 2 nodes a socket, an LLC of 2 cores. Linux:
+  // SMT, MC (the CCX), then its NUMA levels, the first of which spans the node (here DIE, the
+  // node), then the socket (SLIT 12) and the machine (32).
+  topo::TopologySpec s = test::machine("mini-epyc", 2, 8, 2, 4);
+  s.cores_per_llc = 2;
+  s.distances = {10, 12, 32, 32, 12, 10, 32, 32, 32, 32, 10, 12, 32, 32, 12, 10};
+  CfsHost ch(s);
+  ch.h.start();
+  ASSERT_EQ(ch.cfs().num_levels(), 5u);
+  EXPECT_EQ(ch.cfs().level_kind(0), policy::cfs::LevelKind::kSmt);
+  EXPECT_EQ(ch.cfs().level_kind(1), policy::cfs::LevelKind::kMc);
+  EXPECT_EQ(ch.cfs().level_kind(2), policy::cfs::LevelKind::kDie);
+  EXPECT_EQ(ch.cfs().level_kind(3), policy::cfs::LevelKind::kNuma);
+  EXPECT_EQ(ch.cfs().level_kind(4), policy::cfs::LevelKind::kNuma);
+  EXPECT_EQ(ch.cfs().domain_span(5, 1), test::cpus({4, 5, 20, 21}));
+  EXPECT_EQ(ch.cfs().domain_span(5, 2), test::cpus({4, 5, 6, 7, 20, 21, 22, 23}));
+  EXPECT_EQ(ch.cfs().domain_span(5, 3).count(), 16u);
+  EXPECT_EQ(ch.cfs().domain_span(5, 4).count(), 32u);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -170,6 +170,26 @@ TEST(TopologyLoader, MissingShapeKeyIsAnError) {
   EXPECT_TRUE(contains(e.what(), "'nodes'")) << e.what();
 }
 
+TEST(TopologyLoader, CoresPerLlcIsReadAndAnLlcLeavingItsNodeReportsItsLine) {
+  const auto t = load_topology(topology_of(
+      "topology: {sockets: 1, cores_per_socket: 8, threads_per_core: 2, nodes: 1, cores_per_llc: 4}\n"));
+  EXPECT_EQ(t.llc_mask(0).count(), 8u);
+  EXPECT_FALSE(t.same_llc(3, 4));
+  const ConfigError e = load_error(
+      "topology:\n"
+      "  sockets: 1\n"
+      "  cores_per_socket: 8\n"
+      "  threads_per_core: 2\n"
+      "  nodes: 2\n"
+      "  cores_per_llc: 8\n");  // line 6: a node has 4 cores
+  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.field(), "topology.cores_per_llc");
+  EXPECT_TRUE(contains(e.what(), "does not divide the 4 cores a node has within a socket")) << e.what();
+  EXPECT_EQ(load_error("topology: {sockets: 1, cores_per_socket: 8, threads_per_core: 2, nodes: 1, cores_per_llc: 0}\n")
+                .field(),
+            "topology.cores_per_llc");
+}
+
 TEST(TopologyLoader, NonSquareDistancesReportTheRow) {
   const ConfigError e = load_error(
       "topology:\n"
@@ -447,16 +467,17 @@ struct Machine {
   std::uint32_t sockets, cores_per_socket, threads_per_core, nodes;
   double same_socket_distance;  // between two nodes of one socket (NPS4 only)
   double remote_distance;       // between nodes of different sockets
+  std::uint32_t cores_per_llc;  // Intel: a socket's cores; Zen 2: a CCX of 4
 };
 
 const std::vector<Machine>& machines() {
   static const std::vector<Machine> m = {
-      {"desktop-4c8t", 1, 4, 2, 1, 0, 0},
-      {"epyc-2s-64c", 2, 32, 2, 8, 12, 32},
-      {"one-core-ht", 1, 1, 2, 1, 0, 0},
-      {"xeon-gold-2s", 2, 20, 2, 2, 0, 21},
-      {"xeon-x5570-2s", 2, 4, 2, 2, 0, 21},
-      {"xeon-x7560-4s", 4, 8, 2, 4, 0, 20},
+      {"desktop-4c8t", 1, 4, 2, 1, 0, 0, 4},
+      {"epyc-2s-64c", 2, 32, 2, 8, 12, 32, 4},
+      {"one-core-ht", 1, 1, 2, 1, 0, 0, 1},
+      {"xeon-gold-2s", 2, 20, 2, 2, 0, 21, 20},
+      {"xeon-x5570-2s", 2, 4, 2, 2, 0, 21, 4},
+      {"xeon-x7560-4s", 4, 8, 2, 4, 0, 20, 8},
   };
   return m;
 }
@@ -502,6 +523,17 @@ TEST(TopologyPresets, EveryPresetMatchesItsMachine) {
     }
     EXPECT_EQ(all, t.all_threads());
     EXPECT_EQ(all, topo::CpuSet::first_n(threads));
+
+    // An LLC is a block of cores_per_llc consecutive cores with all their threads, inside one
+    // node and one socket.
+    for (topo::ThreadId th = 0; th < threads; ++th) {
+      const std::uint32_t first_core = (th % cores) / m.cores_per_llc * m.cores_per_llc;
+      topo::CpuSet want;
+      for (std::uint32_t c = first_core; c < first_core + m.cores_per_llc; ++c) want |= t.threads_of_core(c);
+      ASSERT_EQ(t.llc_mask(th), want) << th;
+      ASSERT_TRUE(t.llc_mask(th).subset_of(t.threads_of_node(t.node_of(th)))) << th;
+      ASSERT_TRUE(t.llc_mask(th).subset_of(t.threads_of_socket(t.socket_of(th)))) << th;
+    }
 
     // SLIT: 10 locally, the machine's published value elsewhere, symmetric.
     for (topo::NodeId a = 0; a < m.nodes; ++a)

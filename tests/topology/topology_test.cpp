@@ -419,6 +419,31 @@ TEST(Topology, EpycNps4NodesAreQuadrantsOfEightCores) {
   EXPECT_EQ(t.distance(3, 4), 32.0);
 }
 
+TEST(Topology, LastLevelCacheIsANodeWithinASocketUnlessGiven) {
+  // Intel: one LLC per socket (the X5570's node). A socket of two nodes (EPYC NPS4 without
+  // cores_per_llc) has one per node; with cores_per_llc 4, a Zen 2 CCX: cores 0-3 and their
+  // siblings 64-67, the next CCX from core 4, both in node 0.
+  const Topology x = build_topology(x5570());
+  EXPECT_EQ(x.llc_mask(0), x.threads_of_node(0));
+  EXPECT_TRUE(x.same_llc(0, 11));
+  EXPECT_FALSE(x.same_llc(3, 4));
+  TopologySpec e = spec_of(shapes()[4]);
+  e.cores_per_llc = 0;
+  EXPECT_EQ(build_topology(e).llc_mask(9), build_topology(e).threads_of_node(1));
+  e.cores_per_llc = 4;
+  const Topology t = build_topology(e);
+  EXPECT_EQ(t.llc_mask(0), of({0, 1, 2, 3, 64, 65, 66, 67}));
+  EXPECT_EQ(t.llc_mask(70), of({4, 5, 6, 7, 68, 69, 70, 71}));
+  EXPECT_FALSE(t.same_llc(3, 4));
+  EXPECT_TRUE(t.same_node(3, 4));
+  EXPECT_EQ(t.spec().cores_per_llc, 4u);
+  EXPECT_EQ(x.spec().cores_per_llc, 4u);  // resolved: the X5570's 4 cores a socket
+  // A node of two sockets has an LLC per socket.
+  const Topology two = build_topology(spec_of(shapes()[6]));
+  EXPECT_EQ(two.llc_mask(0), two.threads_of_socket(0));
+  EXPECT_NE(two.llc_mask(0), two.threads_of_node(0));
+}
+
 TEST(Topology, LatencyRatioIsEachRowOverItsOwnLocalLatency) {
   TopologySpec s = x5570();
   s.latency_ns = {65, 106, 110, 70};  // asymmetric on purpose: rows are normalised separately
@@ -509,6 +534,19 @@ TEST(TopologyValidation, ZeroCountsNameTheirField) {
   s = x5570();
   s.nodes = 0;
   expect_error(s, "nodes");
+}
+
+TEST(TopologyValidation, AnLlcThatLeavesItsNodeIsRejected) {
+  // EPYC NPS4: 8 cores a node within a socket. 8, 4, 2, 1 divide it; 3 and 16 do not.
+  TopologySpec s = spec_of(shapes()[4]);
+  for (std::uint32_t ok : {1u, 2u, 4u, 8u}) {
+    s.cores_per_llc = ok;
+    EXPECT_NO_THROW((void)build_topology(s)) << ok;
+  }
+  for (std::uint32_t bad : {3u, 16u}) {
+    s.cores_per_llc = bad;
+    expect_error(s, "cores_per_llc");
+  }
 }
 
 TEST(TopologyValidation, ThreadsPerCoreAtMostEight) {
