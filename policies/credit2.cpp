@@ -113,8 +113,6 @@
 // - Directed yield: Xen has none (SCHEDOP_yield only flags the caller); `to` is ignored.
 // - Lock contention: Xen's trylocks in csched2_res_pick() and balance_load() always succeed
 //   here, so get_fallback_cpu() is never needed.
-// - MODEL: the slice is computed before balance_load's moves (Xen computes it after them, so
-//   a move of the runq head or a change of max_weight at that reset can change one slice).
 // - MODEL: a parked vCPU is Runnable to the host (its time counts as runnable/steal), where
 //   Xen's _VPF_parked pause flag would report it offline.
 // - MODEL: PickFilter (core scheduling's cookie match) is applied like hard affinity, to the
