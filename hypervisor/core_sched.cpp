@@ -29,8 +29,10 @@
 // yield on the core since (core_task_seq_) keeps the decision instead of re-picking. Without
 // that, a policy that tickles a pCPU whenever it requeues an entity makes two siblings with
 // equal priorities take the core from each other forever at one instant.
-// MODEL: the forced-newidle balancer (sched_core_balance) is whatever the policy's filtered pick
-// does to fill an idle pCPU (round robin steals, credit2 shares a runqueue, CFS newidle-pulls).
+// The forced-newidle balancer (sched_core_balance) is the policy's: CFS steals a task of the
+// core's cookie as try_steal_cookie does (Cfs::steal_cookie, core_occupation test included);
+// MODEL: under round robin and credit2 it is whatever their filtered pick does to fill an idle
+// pCPU (round robin steals, credit2 shares a runqueue).
 // MODEL: coresched_idle (a kthread instead of idle) is not modelled: a forced-idle sibling is idle
 // to the rate model (its sibling runs at rate 1) and in HypervisorView::idle_pcpus().
 #include "hypervisor/core_sched.h"

@@ -34,8 +34,8 @@
 //   unit-together      a unit's vCPUs run exactly while the unit holds a core: none runs while its
 //                      unit is off, none waits (Runnable) while its unit is on.
 //
-// MODEL: credit2's runqueue size limit is derived from the usable masters here, where Xen derives
-// it from every online thread (max_cpus_runq); the two differ only above 16 cores per socket.
+// Credit2's runqueue size limit divides every usable thread (online_threads(): Xen's
+// num_online_cpus() in cpu_add_to_runqueue), not only the masters (8be1dfb).
 // MODEL: tasklet work and RCU retries (which idle or delay a whole core in Xen) do not exist here.
 #pragma once
 
