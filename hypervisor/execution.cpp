@@ -54,6 +54,7 @@ void Host::retime(Vcpu& v) {
   if (v.state != Runstate::kRunning || !v.work.active) {
     advance(v);
     ++v.work_gen;
+    queue_.cancel_keyed(kWorkDone, v.id);  // superseded, with none to take its place
     v.rate = 0.0;
     v.done_at = sim::kNever;
     set_bandwidth_demand(v, 0.0);
@@ -73,10 +74,14 @@ void Host::retime(Vcpu& v) {
   // overflow into the past, and the loop would spin on it.
   if (!(dt < static_cast<double>(sim::kNever - start))) {
     v.done_at = sim::kNever;
+    queue_.cancel_keyed(kWorkDone, v.id);
     return;
   }
   v.done_at = start + static_cast<sim::Duration>(dt);
-  if (v.done_at > horizon_) return;  // after the run's end: no event needed (set_horizon)
+  if (v.done_at > horizon_) {  // after the run's end: no event needed (set_horizon)
+    queue_.cancel_keyed(kWorkDone, v.id);
+    return;
+  }
   queue_.push_keyed(v.done_at, sim::Phase::kGuest, kWorkDone, v.id, v.work_gen);
 }
 
@@ -85,6 +90,7 @@ void Host::stop_progress(Vcpu& v) {
   v.rate = 0.0;
   v.done_at = sim::kNever;
   ++v.work_gen;
+  queue_.cancel_keyed(kWorkDone, v.id);
   set_bandwidth_demand(v, 0.0);
 }
 

@@ -370,6 +370,7 @@ void Host::set_preempted_work(VcpuId id, double work_ref_ns, Profile profile, do
   v.work = WorkSegment{work_ref_ns < 1.0 ? 1.0 : work_ref_ns, profile, mem_intensity, 0.0, true};
   v.done_at = sim::kNever;
   ++v.work_gen;
+  queue_.cancel_keyed(kWorkDone, v.id);
 }
 
 void Host::halt(VcpuId id) {

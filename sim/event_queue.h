@@ -79,6 +79,25 @@ class EventQueue {
     else sift_down(at - 1);
   }
 
+  /// Drops the target's pending event of a keyed kind, if it has one: for a caller that has
+  /// superseded it (moved its generation on) with no new event to take its place, as when a
+  /// vCPU's work stops at a switch-out. Otherwise the event would stay in the heap until its time
+  /// came, to be popped and dropped then (on a credit2 host at 4x, a tenth of all pops).
+  void cancel_keyed(std::uint32_t kind, std::uint32_t target) {
+    std::size_t& slot = slot_of_[key_base_[kind] + target];
+    if (slot == 0) return;
+    const std::size_t i = slot - 1;
+    slot = 0;
+    const Event last = heap_.back();
+    heap_.pop_back();
+    if (i == heap_.size()) return;  // it was the last one
+    if (i > 0 && before(last, heap_[(i - 1) / kArity])) {
+      sift_up_from(i, last);
+    } else {
+      place(i, last);
+      sift_down(i);
+    }
+  }
   const Event& top() const { return heap_.front(); }
 
   Event pop() {

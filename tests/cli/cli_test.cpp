@@ -464,13 +464,18 @@ TEST(Cli, BenchJsonToStandardOutputIsOneDocument) {
   EXPECT_NE(o.output.find("\"engine\""), std::string::npos) << o.output;
   EXPECT_EQ(o.output.find("engine loop"), std::string::npos) << "the table went to stdout: " << o.output;
   // Each scenario's events per second count superseded events too, so the JSON gives how many
-  // of its events were such (every scenario here re-times work, so some are).
+  // of its events were such. Work completions and slice ends are keyed and a stopped vCPU's
+  // completion is cancelled, so a scenario may have none; a cold window that ends while its vCPU
+  // is off-CPU is still popped and dropped, which the credit2 host's migrations give it.
   const nlohmann::json j = nlohmann::json::parse(o.output);
   ASSERT_EQ(j.at("scenarios").size(), 4u) << o.output;
+  double stale = 0;
   for (const auto& sc : j.at("scenarios")) {
-    EXPECT_GT(sc.at("events_stale").get<double>(), 0.0) << sc.dump();
+    EXPECT_GE(sc.at("events_stale").get<double>(), 0.0) << sc.dump();
     EXPECT_LT(sc.at("events_stale").get<double>(), sc.at("events").get<double>()) << sc.dump();
+    stale += sc.at("events_stale").get<double>();
   }
+  EXPECT_GT(stale, 0.0) << o.output;
 }
 
 // A window past the run's end was named as given in the summary ([0s..1000s] for a 0.2 s run).

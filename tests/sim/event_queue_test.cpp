@@ -198,6 +198,30 @@ TEST(EventQueue, KeyedPushMovesThePendingEventInsteadOfLeavingAStaleOne) {
   EXPECT_EQ(q.pop().gen, 4u);
 }
 
+TEST(EventQueue, ACancelledKeyedEventNeverPopsAndTheRestKeepTheirOrder) {
+  // Cancelling from the root, the middle and the last place of the heap, and a target with
+  // nothing pending (a no-op); the events left pop in time order, and the slot is free again.
+  EventQueue q;
+  q.set_keyed(1, 8);
+  for (std::uint32_t t = 0; t < 8; ++t) q.push_keyed(10 * (8 - t), Phase::kGuest, 1, t, 1);  // t = 7 at 10
+  q.push(35, Phase::kGuest, 0, 0, 0);
+  q.cancel_keyed(1, 7);  // the earliest: the root
+  q.cancel_keyed(1, 3);  // at 50
+  q.cancel_keyed(1, 0);  // at 80
+  q.cancel_keyed(1, 0);  // nothing left: no-op
+  ASSERT_EQ(q.size(), 6u);
+  std::vector<std::pair<Time, std::uint32_t>> popped;
+  while (!q.empty()) {
+    const Event e = q.pop();
+    popped.emplace_back(e.time, e.kind == 0 ? 99u : e.target);
+  }
+  using P = std::pair<Time, std::uint32_t>;
+  EXPECT_EQ(popped, (std::vector<P>{P{20, 6}, P{30, 5}, P{35, 99}, P{40, 4}, P{60, 2}, P{70, 1}}));
+  q.push_keyed(5, Phase::kGuest, 1, 3, 2);
+  q.cancel_keyed(1, 3);
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(EventQueue, KeyedEventsFireAsLazyCancellationWouldFireThem) {
   // The engine's contract for a keyed kind: every push supersedes the target's last one (its
   // generation moves on). Against a plain queue that keeps every push and drops the superseded
@@ -248,7 +272,13 @@ TEST(EventQueue, KeyedEventsFireAsLazyCancellationWouldFireThem) {
       now = a.time;
       ++fired;
     }
-    if (o == 9) ++gen1[t16(rng)];  // superseded without a new push (work stopped): stale in both
+    if (o == 9) {
+      // Superseded without a new push (work stopped): stale in both, unless the keyed queue is
+      // told (cancel_keyed, half the time), when it is gone from it at once.
+      const std::uint32_t t = t16(rng);
+      ++gen1[t];
+      if (i % 2 == 0) keyed.cancel_keyed(1, t);
+    }
   }
   EXPECT_GT(fired, 10'000u);
   EXPECT_LT(keyed.size(), 16u + 8u + lazy.size() / 4) << "keyed queue " << keyed.size() << ", lazy " << lazy.size();
