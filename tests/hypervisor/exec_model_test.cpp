@@ -258,6 +258,42 @@ TEST(ExecModel, MoveAcrossLastLevelCachesWithinANodeStretchesTheColdWindow) {
   EXPECT_NEAR(shared.done, 3e6 + kCs + w2 + 50e3, 2.0);
 }
 
+TEST(ExecModel, AColdWindowLeftEarlyStillEndsOnTime) {
+  // flat(2), as CrossCoreMigrationRunsColdForTheColdWindow: woken at T = 3 ms while b hogs
+  // thread 0, a moves to thread 1 and its cold window ends at C = T + cs + 100 us. A first job of
+  // 10 us takes 20 us at rate 0.5, and a blocks inside the window (switched out: its window's end
+  // leaves the event queue with it). Woken again at T2 = T + cs + 30 us, it returns to thread 1
+  // (idle, the same core: no new window) and runs at 0.5 until C, then at rate 1:
+  // 0.5 x (C - (T2 + cs)) = 0.5 x (70 us - cs) of work before C, the rest after it.
+  TestHost h(test::flat(2));
+  auto a = h.add_fake(test::vm("a", 1, test::cpus({0, 1})));
+  auto b = h.add_fake(test::vm("b", 1, test::cpus({0})));
+  h.start();
+  const hv::VcpuId va = a.vcpus[0], vb = b.vcpus[0];
+  h.fake().set_plan(va, FakeGuest::job(1e6));
+  h.fake().kick(va);
+  h.run_until(sim::ms(2));
+  h.fake().set_plan(vb, FakeGuest::hog());
+  h.fake().kick(vb);
+  h.run_until(sim::ms(3));
+  h.fake().set_plan(va, FakeGuest::job(10e3));
+  h.fake().kick(va);
+  const double t = 3e6, cold_end = t + kCs + 100e3, t2 = t + kCs + 30e3;
+  h.run_until(static_cast<sim::Time>(t2));
+  ASSERT_EQ(h.fake().completions(va), 2u);
+  EXPECT_NEAR(static_cast<double>(h.fake().done_times(va)[1]), t + kCs + 20e3, 1.0);
+  ASSERT_TRUE(h.host().is_blocked(va));
+  const double w3 = 1e6;
+  h.fake().set_plan(va, FakeGuest::job(w3));
+  h.fake().kick(va);
+  h.run_until(sim::ms(10));
+  ASSERT_EQ(h.fake().completions(va), 3u);
+  EXPECT_EQ(h.host().vcpu(va).last_ran, 1u);
+  EXPECT_EQ(h.host().vcpu_stats(va).migrations, 1u);
+  const double cold_work = 0.5 * (cold_end - (t2 + kCs));
+  EXPECT_NEAR(static_cast<double>(h.fake().done_times(va)[2]), cold_end + (w3 - cold_work), 2.0);
+}
+
 TEST(ExecModel, MoveToSiblingThreadIsNotCold) {
   // two_cores_ht: threads 0 and 2 share core 0. a may use only {0, 2}; woken while b hogs 0 it
   // goes to 2: counted as a migration but the core's caches are shared, so no cold window; it
