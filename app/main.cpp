@@ -430,6 +430,7 @@ int run_command_line(int argc, char** argv) {
           app::SweepPlan plan;
           try {
             plan = app::expand_sweep(app::apply_command_line_sets(root, set_list));
+            app::check_sets_reach_a_run(set_list, plan);  // as without --mpi: a --set the sweep overrides everywhere is an error
           } catch (const app::ConfigError& e) {
             throw app::blame_command_line_sets(set_list, root.node(), e);
           }

@@ -99,6 +99,18 @@ TEST(CliMpi, BadInputIsPrintedByRankZeroAndTheJobExitsTwo) {
   EXPECT_NE(o.output.find("missing.yaml"), std::string::npos) << o.output;
 }
 
+TEST(CliMpi, ASetTheSweepOverridesInEveryRunIsExitTwoAsWithoutMpi) {
+  // The sweep sets vms.web.count in every run, so --set cannot reach one; without --mpi this is
+  // exit 2, and under --mpi the job ran and wrote records without the --set (exit 0).
+  SKIP_WITHOUT_MPI();
+  const std::string d = fresh_dir("mpi-set");
+  const Outcome o = mpirun(2, "sweep " + write_temp("sweep-set.yaml", kSweep) + " --out " + d + " --mpi --set vms.web.count=2");
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("--set vms.web.count: the sweep or a column sets this field in every run"), std::string::npos)
+      << o.output;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(d) / "records.jsonl"));
+}
+
 TEST(CliMpi, WithoutMpiBuiltInTheFlagIsExitTwo) {
 #ifdef VCPUSIM_HAVE_MPI
   GTEST_SKIP() << "vcpusim was built with MPI; the without-MPI message is tested in builds without it";
