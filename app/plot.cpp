@@ -176,7 +176,11 @@ std::string sweep_plot_script(const std::vector<nlohmann::json>& records, const 
     if (label.empty()) label = o.metric;
     auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.label == label; });
     if (it == series.end()) it = series.insert(series.end(), Series{label, {}});
-    const auto xi = static_cast<std::size_t>(std::find(xs.begin(), xs.end(), p.at(o.x)) - xs.begin());
+    // By the record's point index, as x_by_point was built: the readers take 1 and "1" (or 2
+    // and 2.0) for one point, as tables print them, and searching xs for this record's own
+    // spelling found nothing when another record of the point came first: xs was read past its end.
+    const nlohmann::json& x = x_by_point.at(r.value("point_index", std::uint64_t{0}));
+    const auto xi = static_cast<std::size_t>(std::find(xs.begin(), xs.end(), x) - xs.begin());
     it->samples[xi].push_back(m.at(o.metric).get<double>());
   }
 

@@ -60,6 +60,35 @@ TEST(CliPlot, SweepPlotWritesAPng) {
   EXPECT_GT(png.size(), 1024u);
 }
 
+TEST(CliPlot, ARecordThatSpellsItsPointsValueAsAStringIsDrawnAtThatPoint) {
+  // The readers take {"vms.web.count": "3"} and {"vms.web.count": 3} under one point index for
+  // one point, as the tables print them. The plot looked the later record's x up by its own
+  // spelling, found none, and read past the end of its x values (exit 1, or a sample drawn at an
+  // x of its own). Every point keeps its 3 repetitions: the title says n = 3.
+  SKIP_WITHOUT_GNUPLOT();
+  const std::string d = fresh_dir("string-x");
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(std::filesystem::path(sweep_dir()) / "records.jsonl");
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  const std::string num = "\"point\":{\"vms.web.count\":3}";
+  std::size_t last = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find(num) != std::string::npos) last = i;
+  ASSERT_LT(last, lines.size()) << "no record of point 3";
+  lines[last].replace(lines[last].find(num), num.size(), "\"point\":{\"vms.web.count\":\"3\"}");
+  std::filesystem::create_directories(d);
+  {
+    std::ofstream out(std::filesystem::path(d) / "records.jsonl");
+    for (const auto& l : lines) out << l << "\n";
+  }
+  const std::string fig = (scratch() / "string-x.svg").string();
+  const Outcome o = run("plot " + d + " --x vms.web.count --y vm.web.throughput --out " + fig);
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(slurp(fig).find("n = 3)"), std::string::npos) << "a sample was dropped or misplaced: " << fig;
+}
+
 TEST(CliPlot, SweepPlotWritesAnSvgWithTheLegendAndErrorBarNote) {
   SKIP_WITHOUT_GNUPLOT();
   const std::string fig = (scratch() / "fig.svg").string();
