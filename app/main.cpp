@@ -4,6 +4,8 @@
 // rule, entity, pCPU and time); 1 anything else.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include <limits>
 #include <new>
 #include <sstream>
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -112,6 +115,72 @@ void refuse_flag_and_set(const std::vector<app::CommandLineSet>& sets, const cha
     throw app::ConfigError("<command line>", 0, 0, flag, std::string("and --set ") + field + " both set it: give one");
 }
 
+// When `run` rewrites its output files: after a repetition once the repetitions since the last
+// write took at least 4x what that write took, so writing costs at most a fifth of the run's
+// time whatever the number of repetitions. A repetition that takes longer than a write (any run
+// of a real host) is written as it finishes.
+class WriteSchedule {
+ public:
+  bool due() const { return !written_ || Clock::now() - end_ >= 4 * cost_; }
+  void start() { begin_ = Clock::now(); }
+  void done() {
+    end_ = Clock::now();
+    cost_ = end_ - begin_;
+    written_ = true;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool written_ = false;
+  Clock::time_point begin_, end_;
+  Clock::duration cost_{};
+};
+
+// SIGINT (Ctrl-C) and SIGTERM while `run` holds finished repetitions not yet on disk: the signal is
+// noted, the repetition in progress (a short one, or nothing would be held) finishes, the held
+// ones are written, and the run exits with 128 + the signal's number, as a shell reports a
+// killed command. With nothing held the signal kills at once, as it did before.
+class StopSignals {
+ public:
+  explicit StopSignals(bool install) : installed_(install) {
+    if (!installed_) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    // A signal the parent had ignored stays ignored (a background job of a script ignores SIGINT).
+    if (old_int_.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int_, nullptr);
+    if (old_term_.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  ~StopSignals() {
+    if (!installed_) return;
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  void hold() { held_ = 1; }
+  void release() { held_ = 0; }
+  int requested() const { return requested_; }
+
+ private:
+  static void on_signal(int sig) {
+    if (held_) {
+      requested_ = sig;
+      return;
+    }
+    // Nothing to save: die of the signal (signal and raise are async-signal-safe).
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+  static inline volatile std::sig_atomic_t held_ = 0;
+  static inline volatile std::sig_atomic_t requested_ = 0;
+  bool installed_;
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
 int cmd_run(const std::string& file, const std::vector<std::string>& sets, const std::optional<std::uint64_t>& seed,
             const std::string& duration, const std::optional<std::uint32_t>& reps, const std::string& json_path,
             const std::string& csv_path, bool quiet) {
@@ -143,18 +212,35 @@ int cmd_run(const std::string& file, const std::vector<std::string>& sets, const
   }
   if (reps) spec.repetitions = *reps;
   std::vector<app::RunResult> runs;
+  // Results of every finished repetition are on disk before the next one starts, unless writing
+  // them would cost more than a quarter of the time the repetitions since the last write took
+  // (WriteSchedule: each write holds every run so far, so writing after each of 10,000 short
+  // repetitions took hours). Those held back are written by a SIGINT or SIGTERM, which ends the
+  // run after the repetition in progress (StopSignals). Standard output cannot be rewritten:
+  // it gets the one document at the end (it got one per repetition, which no JSON reader takes),
+  // and the CSV rows once each.
+  const bool to_files = (!json_path.empty() && json_path != "-") || (!csv_path.empty() && csv_path != "-");
+  StopSignals stop(to_files);
+  WriteSchedule schedule;
   for (std::uint32_t i = 0; i < spec.repetitions; ++i) {
     runs.push_back(app::run_scenario(spec, app::repetition_seed(spec.seed, i)));
-    // Results of every finished repetition are on disk before the next one starts. Standard
-    // output cannot be rewritten: it gets the one document at the end (it got one per
-    // repetition, which no JSON reader takes), and the CSV rows once each.
     const bool last = i + 1 == spec.repetitions;
+    stop.hold();  // a signal from here on waits for the write below
+    if (!(last || stop.requested() || schedule.due())) continue;
+    schedule.start();
     if (!json_path.empty() && (json_path != "-" || last))
       app::write_atomically(json_path, app::to_json(spec, runs).dump(2) + "\n");
     if (!csv_path.empty() && (csv_path != "-" || last)) {
       std::ostringstream os;
       app::write_csv(os, runs);
       app::write_atomically(csv_path, os.str());
+    }
+    schedule.done();
+    stop.release();
+    if (stop.requested() && !last) {
+      std::cerr << "vcpusim: interrupted: " << runs.size() << " of " << spec.repetitions
+                << " repetitions written\n";
+      return 128 + stop.requested();
     }
   }
   if (!quiet && json_path != "-" && csv_path != "-") app::write_table(std::cout, spec, runs);
