@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <system_error>
@@ -82,6 +83,9 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
   // plot and merge then refused. It is refused here as they refuse it (SweepIndices), the plan's
   // indices first, so that the message names the records file and the scenario.
   SweepIndices indices;
+  // (column, point as tables print it) -> run: the readers take {"x": 2} and {"x": 2.0} for one point.
+  std::map<std::pair<std::string, std::string>, const SweepRun*> plan_runs;
+  for (const SweepRun& run : plan.runs) plan_runs.emplace(std::make_pair(run.column, point_label(run.point)), &run);
   if (!records.empty())
     for (const SweepRun& run : plan.runs) {
       nlohmann::json as_record = {{"column", run.column.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.column)},
@@ -99,7 +103,29 @@ SweepWork plan_sweep_work(const SweepPlan& plan, const SweepOptions& o) {
                         "holds records written by vcpusim build " + b + ", not by this one (" VCPUSIM_BUILD
                         "), whose model may give other figures; use another --out directory");
     indices.check(r, place);
-    finished.insert(key_of(r));
+    // A record counts as a finished run of this plan only if it is one: a repetition the plan
+    // does not have (7 of 2), a point or column it does not have, or a run under another run's
+    // name (its seed is another's) was counted as finished or beside one, so the resume exited 0
+    // and compare then counted the stray run as a sample, or refused the file.
+    const auto [column, point, repetition] = key_of(r);
+    if (repetition >= plan.repetitions)
+      throw ConfigError(place.file, place.line, place.line > 0 ? 1 : 0, "repetition",
+                        std::to_string(repetition) + " is not a repetition of this sweep, which runs " +
+                            std::to_string(plan.repetitions) + " (0 to " + std::to_string(plan.repetitions - 1) +
+                            "); use another --out directory");
+    const std::string shown = point_label(r.at("point"));
+    const auto run = plan_runs.find({column, shown});
+    if (run == plan_runs.end())
+      throw ConfigError(place.file, place.line, place.line > 0 ? 1 : 0, "point",
+                        "point " + shown + (column.empty() ? "" : ", column '" + column + "',") +
+                            " is not a run of this sweep; use another --out directory");
+    if (const std::uint64_t seed = point_seed(plan.seed, run->second->point_key, repetition);
+        r.value("seed", seed) != seed)
+      throw ConfigError(place.file, place.line, place.line > 0 ? 1 : 0, "seed",
+                        r.at("seed").dump() + " is not the seed of repetition " + std::to_string(repetition) + " of point " +
+                            shown + (column.empty() ? "" : ", column '" + column + "'") + " (" + std::to_string(seed) +
+                            "): another run under its name (an edited or mixed file); use another --out directory");
+    finished.insert({column, run->second->point_key, repetition});  // the plan's spelling of the point
   }
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     if (o.only && !o.only(plan.runs[i])) continue;

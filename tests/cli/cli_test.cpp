@@ -1112,6 +1112,55 @@ TEST(CliSweep, ResumeAfterAnInterruptionLosesAndDuplicatesNothing) {
   EXPECT_NE(run("sweep " + f + " --out " + cut).output.find("0 records written, 12 already present"), std::string::npos);
 }
 
+// A resume counted any record as a finished run: a repetition the plan does not have (7 of 2)
+// was kept (compare then counted it as a sample, and merge said nothing was missing beside 13
+// records), and a record relabelled as another repetition of its point (so two runs under one
+// name, which compare refuses) was taken as that repetition, exit 0 both times. Each is refused
+// at its line, naming the field; a point spelt as a float ({"vms.web.count": 3.0}, as a tool
+// that rewrites numbers writes it) is still the plan's point, as the readers take it.
+TEST(CliSweep, AResumeRefusesARecordThatIsNoRunOfThePlan) {
+  const std::string f = write_temp("sweep-stray.yaml", kSweep), ref = fresh_dir("stray-ref");
+  ASSERT_EQ(run("sweep " + f + " --out " + ref + " --jobs 2").status, 0);
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(ref + "/records.jsonl");
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  // The first record of repetition 1, edited as `edit` says, in a copy of the output.
+  const std::size_t at = std::stoul(line_with(lines, "\"repetition\":1")) - 1;
+  auto edited = [&](const std::string& name, const std::string& from, const std::string& to) {
+    const std::string d = fresh_dir(name);
+    std::filesystem::create_directories(d);
+    std::ofstream out(d + "/records.jsonl");
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      std::string l = lines[i];
+      if (i == at) {
+        const auto p = l.find(from);
+        EXPECT_NE(p, std::string::npos) << from;
+        if (p != std::string::npos) l.replace(p, from.size(), to);
+      }
+      out << l << "\n";
+    }
+    return d;
+  };
+  const std::string line = std::to_string(at + 1);
+  const Outcome seven = run("sweep " + f + " --out " + edited("stray-rep7", "\"repetition\":1", "\"repetition\":7"));
+  EXPECT_EQ(seven.status, 2) << seven.output;
+  EXPECT_NE(seven.output.find("/records.jsonl:" + line + ":1: repetition: 7 is not a repetition of this sweep, which runs 2"),
+            std::string::npos)
+      << seven.output;
+  const Outcome zero = run("sweep " + f + " --out " + edited("stray-rep0", "\"repetition\":1", "\"repetition\":0"));
+  EXPECT_EQ(zero.status, 2) << zero.output;
+  EXPECT_NE(zero.output.find("/records.jsonl:" + line + ":1: seed: "), std::string::npos) << zero.output;
+  EXPECT_NE(zero.output.find("is not the seed of repetition 0 of point"), std::string::npos) << zero.output;
+  const std::string point = lines[at].substr(lines[at].find("\"point\":{"));
+  const std::string count = point.substr(0, point.find('}') + 1);  // "point":{"vms.web.count":N}
+  const std::string as_float = count.substr(0, count.size() - 1) + ".0}";
+  const Outcome spelt = run("sweep " + f + " --out " + edited("stray-float", count, as_float));
+  EXPECT_EQ(spelt.status, 0) << spelt.output;
+  EXPECT_NE(spelt.output.find("0 records written, 12 already present"), std::string::npos) << spelt.output;
+}
+
 // The scenario hash covered the document only: a sweep of `topology: box.yaml` resumed after
 // box.yaml went from 4 cores to 1 took the 4-core records as finished runs of the 1-core machine,
 // ran the rest on it and printed both in one table, exit 0.
