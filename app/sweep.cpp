@@ -5,11 +5,15 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 #include <system_error>
+
+#include <fmt/format.h>
 
 #include "app/affinity.h"
 #include "app/scenario.h"
@@ -519,6 +523,21 @@ std::string setting_text(const nlohmann::json& v, const std::string& path) {
   }
   std::string text = value_label(v);
   const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
+  // A number as the loader reads it, quoted or not: "02" and 2, "0.50" and 0.5, 2.0 and 2 are
+  // one setting (each pair ran its point twice). Whole numbers by value, others as doubles.
+  static const std::regex kInteger(R"([+-]?[0-9]+)"), kDecimal(R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
+  if (std::regex_match(text, kInteger)) {
+    std::int64_t n = 0;
+    const char* b = text.data() + (text[0] == '+');
+    if (const auto [end, ec] = std::from_chars(b, text.data() + text.size(), n); ec == std::errc() && end == text.data() + text.size())
+      text = std::to_string(n);
+  } else if (std::regex_match(text, kDecimal)) {
+    const double d = std::strtod(text.c_str(), nullptr);
+    if (std::isfinite(d)) {
+      if (d == std::trunc(d) && std::fabs(d) < 9.0e15) text = std::to_string(static_cast<std::int64_t>(d));
+      else text = fmt::format("{:.17g}", d);
+    }
+  }
   if (text == "on" || text == "yes") text = "true";
   else if (text == "off" || text == "no") text = "false";
   else if (unit && v.is_string()) {

@@ -579,6 +579,15 @@ TEST(Sweep, AValueGivenTwiceIsRefused) {
   EXPECT_NE(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [1, 1.0]\n").find("this value is given twice"),
             std::string::npos);
   EXPECT_EQ(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [0.1234561, 0.1234562]\n"), "no error");
+  // A number quoted with another spelling is the number the loader reads: "02" is 2 and "0.50"
+  // is 0.5 (each pair ran its point twice, as two rows of one setting).
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.count: [2, \"02\"]\n").find("sweep.vms.a.count[1]: this value is given twice"),
+            std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  vms.a.count: [\"+2\", 2]\n").find("this value is given twice"), std::string::npos);
+  EXPECT_NE(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [0.5, \"0.50\"]\n").find("this value is given twice"),
+            std::string::npos);
+  EXPECT_EQ(plan_error_of("sweep:\n  vms.a.count: [2, \"20\", 200]\n"), "no error");
+  EXPECT_EQ(plan_error_of("sweep:\n  host.smt_interference.mixed.mixed: [0.5, \"0.05\"]\n"), "no error");
   // A byte count needs no unit, and on, 'on', yes and true are one switch: each pair ran twice.
   EXPECT_NE(plan_error_of("sweep:\n  vms.a.memory.size: [1GiB, 1073741824]\n").find("this value is given twice"),
             std::string::npos);
