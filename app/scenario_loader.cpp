@@ -818,6 +818,12 @@ ScenarioSpec load_scenario(const YamlReader& root) {
     g.only({"slice", "start_jitter", "wake_ipi", "hz", "context_switch", "pv_tlb_flush"});
     s.guest.slice = g.get_duration("slice", s.guest.slice, sim::us(10), sim::seconds(10));
     s.guest.start_jitter = g.get_duration("start_jitter", s.guest.start_jitter, 0, sim::seconds(10));
+    // Threads start up to start_jitter in: one that may start after the run ends (10s in a 50ms
+    // run ran with every thread idle, throughput 0, exit 0) is refused as a warm-up that long is.
+    if (s.guest.start_jitter >= s.duration)
+      g.at("start_jitter").fail("start jitter (" + duration_text(static_cast<double>(s.guest.start_jitter)) +
+                                ") must be shorter than the duration (" + duration_text(static_cast<double>(s.duration)) +
+                                "): a thread would start after the run");
     s.guest.wake_ipi = g.get_duration("wake_ipi", s.guest.wake_ipi, 0, sim::ms(10));
     s.guest.hz = static_cast<std::uint32_t>(g.get_int("hz", s.guest.hz, 0, 10000));
     s.guest.context_switch = g.get_duration("context_switch", s.guest.context_switch, 0, sim::ms(10));

@@ -523,7 +523,7 @@ sim::Duration YamlReader::as_duration() const {
       fail("'" + node_.Scalar() + "' is too long (durations go up to about 292 years, 9.2e18 ns)");
     fail("'" + node_.Scalar() + "' is not a whole number of nanoseconds (the model's clock counts ns)");
   }
-  if (!v) fail("expected a duration with a unit (ns, us, ms, s), got '" + node_.Scalar() + "'");
+  if (!v) fail("expected a duration with a unit (ns, us, ms, s, m or min), got '" + node_.Scalar() + "'");
   return *v;
 }
 

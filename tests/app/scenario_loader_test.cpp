@@ -571,14 +571,14 @@ TEST(ScenarioLoader, ADurationTooLongForTheClockSaysSo) {
   EXPECT_EQ(test::error_of("duration: 1e30ms\n" + kOneVm),
             "t.yaml:1:11: duration: '1e30ms' is too long (durations go up to about 292 years, 9.2e18 ns)");
   EXPECT_EQ(test::error_of("duration: 1e30\n" + kOneVm),
-            "t.yaml:1:11: duration: expected a duration with a unit (ns, us, ms, s), got '1e30'");
+            "t.yaml:1:11: duration: expected a duration with a unit (ns, us, ms, s, m or min), got '1e30'");
   // Past a double's range too: the number did not parse, and the error said it had no unit.
   EXPECT_EQ(test::error_of("duration: 1e400s\n" + kOneVm),
             "t.yaml:1:11: duration: '1e400s' is too long (durations go up to about 292 years, 9.2e18 ns)");
   EXPECT_EQ(test::error_of("duration: 1e-400s\n" + kOneVm),
             "t.yaml:1:11: duration: '1e-400s' is out of range [1us, 100000s]");  // as 1e-20s is
   EXPECT_EQ(test::error_of("duration: 1e400\n" + kOneVm),
-            "t.yaml:1:11: duration: expected a duration with a unit (ns, us, ms, s), got '1e400'");
+            "t.yaml:1:11: duration: expected a duration with a unit (ns, us, ms, s, m or min), got '1e400'");
 }
 
 // A 1 ns compute phase made every nanosecond an event: a 10 s run took hours.

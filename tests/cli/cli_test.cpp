@@ -839,6 +839,10 @@ TEST(Cli, SetOverridesAFieldAndItsErrorsNameTheOption) {
       // Both values are named, as one may be the option's (kGood's warm-up is the default 0 s).
       {"run " + write_temp("set-warm.yaml", with("duration: 200ms", "duration: 200ms\nwarmup: 500ms")),
        "warmup: warm-up (500ms) must be shorter than the duration (200ms)"},
+      // Every thread might start after the run's end: it ran idle, throughput 0, exit 0.
+      {"run " + write_temp("set-jitter.yaml", with("duration: 200ms", "duration: 200ms\nguest: {start_jitter: 10s}")),
+       "set-jitter.yaml:3:23: guest.start_jitter: start jitter (10s) must be shorter than the duration (200ms)"},
+      {"run " + f + " --set duration=1h", "<command line>: --set duration: expected a duration with a unit (ns, us, ms, s, m or min)"},
       {"trace " + f + " --out " + trace_dir + "/late.json --window 5s..10s",
        "<command line>: --window: '5s..10s' starts at or after the end of the run (0.2 s simulated)"},
   };
