@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // This file implements the configuration search path (see config_paths.h). Every lookup goes
-// through std::filesystem with error codes: a missing or unreadable directory is just skipped,
+// through std::filesystem with error codes: a missing or unreadable directory is just skipped
+// (but not a VCPUSIM_CONFIG_DIR that is no directory: the user named it),
 // and the caller reports "not found" with the list of places it looked, or the first place where
 // something could not be reached and why (ConfigMiss).
 #include "app/config_paths.h"
+
+#include "app/config_error.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -16,7 +19,16 @@ namespace fs = std::filesystem;
 std::vector<std::string> config_search_dirs() {
   std::vector<std::string> dirs;
   // A user's override comes first, so a test or a packaged run can swap in other presets.
-  if (const char* env = std::getenv("VCPUSIM_CONFIG_DIR"); env && *env) dirs.emplace_back(env);
+  if (const char* env = std::getenv("VCPUSIM_CONFIG_DIR"); env && *env) {
+    // Named but not there (a typo, an unmounted share): skipping it ran the built-in presets in
+    // place of the ones meant, exit 0.
+    std::error_code ec;
+    if (!fs::is_directory(env, ec))
+      throw ConfigError("<environment>", 0, 0, "VCPUSIM_CONFIG_DIR",
+                        "'" + std::string(env) + "' is not a directory" + (ec ? " (" + ec.message() + ")" : std::string()) +
+                            "; unset it to use the built-in configs");
+    dirs.emplace_back(env);
+  }
 #ifdef VCPUSIM_CONFIG_DIR
   // Set by app/meson.build to the source tree's configs/, so a build runs without installing.
   dirs.emplace_back(VCPUSIM_CONFIG_DIR);

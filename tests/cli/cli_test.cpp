@@ -358,6 +358,17 @@ TEST(Cli, ATopologyPresetThatIsASymlinkLoopSaysSo) {
 // to a file that is gone) was passed over, and the built-in machine ran in its place (exit 0);
 // a link to nothing under a new name was "unknown topology preset", as if the name were a typo.
 // Both stop the search where they are, and are named with why.
+// A VCPUSIM_CONFIG_DIR that is not there was skipped: the built-in presets ran in place of the
+// ones meant, exit 0.
+TEST(Cli, AConfigDirectoryThatIsNotThereIsNamed) {
+  for (const std::string& dir : {(scratch() / "no-such-configs").string(), write_temp("a-file-not-a-dir", "x")}) {
+    const Outcome o = shell("VCPUSIM_CONFIG_DIR=" + dir + " timeout 120 " + binary() + " run --quiet");
+    EXPECT_EQ(o.status, 2) << o.output;
+    EXPECT_NE(o.output.find("<environment>: VCPUSIM_CONFIG_DIR: '" + dir + "' is not a directory"), std::string::npos)
+        << o.output;
+  }
+}
+
 TEST(Cli, ABrokenPresetIsNotReplacedByALaterDirectorysPreset) {
   const std::filesystem::path dir = fresh_dir("preset-shadow");
   std::filesystem::create_directories(dir / "configs" / "topologies");
