@@ -193,6 +193,9 @@ std::vector<nlohmann::json> read_records(const std::string& path, std::vector<in
     // 1e18 (an hour at 10^7 events a second is 3.6e10).
     constexpr double kMaxMetric = 1e18;
     for (const auto& [name, v] : r.at("metrics").items()) {
+      // A name is printed as a table's row or column and a CSV header: "x\ny" split them (exit 0).
+      if (has_control_character(name))
+        throw ConfigError(path, lineno, 1, "metrics", nlohmann::json(name).dump() + " holds a control character, which no sweep writes");
       if (!v.is_number())
         throw ConfigError(path, lineno, 1, "metrics." + name, v.dump() + " is not a number");
       if (!std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > kMaxMetric)

@@ -2306,14 +2306,19 @@ TEST(CliShard, APointHoldingAControlCharacterIsRefusedAtItsLine) {
   const std::string point = "\"point\":{\"vms.web.count\":";
   const auto at = rec.find(point);
   ASSERT_NE(at, std::string::npos) << rec;
-  std::string value = rec, field = rec;
+  std::string value = rec, field = rec, metric = rec;
   value.replace(at + point.size(), rec.find('}', at) - at - point.size(), "\"x\\n1\"");
   field.replace(at, point.size(), "\"point\":{\"vms.web\\u0007count\":");
+  // A metric's name is a row of the table too ("x\ny" split it in two, exit 0).
+  const std::string throughput = "\"vm.web.throughput\"";
+  ASSERT_NE(metric.find(throughput), std::string::npos) << rec;
+  metric.replace(metric.find(throughput), throughput.size(), "\"vm.web\\nthroughput\"");
   const struct {
     std::string file, message;
   } cases[] = {
       {write_temp("pc-value.jsonl", value), ":1:1: point.vms.web.count: \"x\\n1\" holds a control character, which no sweep writes"},
       {write_temp("pc-field.jsonl", field), ":1:1: point: \"vms.web\\u0007count\" holds a control character"},
+      {write_temp("pc-metric.jsonl", metric), ":1:1: metrics: \"vm.web\\nthroughput\" holds a control character"},
   };
   for (const auto& c : cases)
     for (const char* fmt : {"text", "markdown", "csv"}) {
