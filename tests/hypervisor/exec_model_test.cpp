@@ -177,16 +177,9 @@ TEST(ExecModel, SiblingStartAndStopRetimeTheCompletion) {
 }
 
 // Runs `a` (hard affinity `a_hard`) for 1 ms and halts it; starts a hog `b` pinned to a's pCPU;
-// then at t = 3 ms wakes a with W2 = 1 ms, which the rr policy places on an idle pCPU of a's
-// affinity (another core, or the sibling when that is all a may use). Returns (done instant, a's
-// migrations).
-struct MoveResult {
-  double done;
-  std::uint64_t migrations;
-  topo::ThreadId ran_on;
-};
-MoveResult move_and_run(const topo::TopologySpec& spec, topo::CpuSet a_hard, double w2, double footprint = 0) {
-  TestHost h(spec);
+// then at t = 3 ms wakes a with W2 of work, which the rr policy places on an idle pCPU of a's
+// affinity (another core, or the sibling when that is all a may use). Returns a.
+hv::VcpuId wake_beside_a_hog(TestHost& h, topo::CpuSet a_hard, double w2, double footprint = 0) {
   hv::DomainSpec da = test::vm("a", 1, a_hard);
   da.cache_footprint = footprint;
   auto a = h.add_fake(da);
@@ -203,6 +196,18 @@ MoveResult move_and_run(const topo::TopologySpec& spec, topo::CpuSet a_hard, dou
   h.run_until(sim::ms(3));
   h.fake().set_plan(va, FakeGuest::job(w2));
   h.fake().kick(va);
+  return va;
+}
+
+// wake_beside_a_hog, run to its end. Returns (done instant, a's migrations, where it ran).
+struct MoveResult {
+  double done;
+  std::uint64_t migrations;
+  topo::ThreadId ran_on;
+};
+MoveResult move_and_run(const topo::TopologySpec& spec, topo::CpuSet a_hard, double w2, double footprint = 0) {
+  TestHost h(spec);
+  const hv::VcpuId va = wake_beside_a_hog(h, a_hard, w2, footprint);
   h.run_until(sim::ms(3) + sim::us(1));
   const topo::ThreadId on = h.host().vcpu(va).pcpu;
   h.run_until(sim::ms(20));
@@ -261,23 +266,12 @@ TEST(ExecModel, MoveAcrossLastLevelCachesWithinANodeStretchesTheColdWindow) {
 TEST(ExecModel, AColdWindowLeftEarlyStillEndsOnTime) {
   // flat(2), as CrossCoreMigrationRunsColdForTheColdWindow: woken at T = 3 ms while b hogs
   // thread 0, a moves to thread 1 and its cold window ends at C = T + cs + 100 us. A first job of
-  // 10 us takes 20 us at rate 0.5, and a blocks inside the window (switched out: its window's end
-  // leaves the event queue with it). Woken again at T2 = T + cs + 30 us, it returns to thread 1
-  // (idle, the same core: no new window) and runs at 0.5 until C, then at rate 1:
-  // 0.5 x (C - (T2 + cs)) = 0.5 x (70 us - cs) of work before C, the rest after it.
+  // 10 us takes 20 us at rate 0.5, and a blocks inside the window. Woken again at
+  // T2 = T + cs + 30 us, it returns to thread 1 (idle, the same core: no new window) and runs at
+  // 0.5 until C, then at rate 1: 0.5 x (C - (T2 + cs)) = 0.5 x (70 us - cs) of work before C,
+  // the rest after it.
   TestHost h(test::flat(2));
-  auto a = h.add_fake(test::vm("a", 1, test::cpus({0, 1})));
-  auto b = h.add_fake(test::vm("b", 1, test::cpus({0})));
-  h.start();
-  const hv::VcpuId va = a.vcpus[0], vb = b.vcpus[0];
-  h.fake().set_plan(va, FakeGuest::job(1e6));
-  h.fake().kick(va);
-  h.run_until(sim::ms(2));
-  h.fake().set_plan(vb, FakeGuest::hog());
-  h.fake().kick(vb);
-  h.run_until(sim::ms(3));
-  h.fake().set_plan(va, FakeGuest::job(10e3));
-  h.fake().kick(va);
+  const hv::VcpuId va = wake_beside_a_hog(h, test::cpus({0, 1}), 10e3);
   const double t = 3e6, cold_end = t + kCs + 100e3, t2 = t + kCs + 30e3;
   h.run_until(static_cast<sim::Time>(t2));
   ASSERT_EQ(h.fake().completions(va), 2u);
