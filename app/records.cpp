@@ -85,6 +85,11 @@ void check_same_run(const nlohmann::json& kept, const RecordPlace& kept_from, co
 
 namespace {
 
+// A number in a record line that no double holds (1e999), at the field it was the value of.
+struct RecordNumberOverflow {
+  std::string field, what;
+};
+
 // A record line, refusing a key given twice in one object: the JSON parser kept the last one,
 // silently (a hand-edited `"repetition": 5` after `"repetition": 0`), where YAML files refuse it.
 nlohmann::json parse_record_line(const std::string& line) {
@@ -93,20 +98,41 @@ nlohmann::json parse_record_line(const std::string& line) {
   // again (merge, and compare through its point): SIGSEGV.
   constexpr int kMaxRecordDepth = 100;
   std::vector<std::set<std::string>> keys;  // per open object
-  return nlohmann::json::parse(line, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (depth > kMaxRecordDepth)
-      throw std::runtime_error("nested deeper than " + std::to_string(kMaxRecordDepth) + " levels, which no sweep writes");
-    switch (event) {
-      case nlohmann::json::parse_event_t::object_start: keys.emplace_back(); break;
-      case nlohmann::json::parse_event_t::object_end: keys.pop_back(); break;
-      case nlohmann::json::parse_event_t::key:
-        if (!keys.back().insert(parsed.get<std::string>()).second)
-          throw std::runtime_error("the key '" + parsed.get<std::string>() + "' appears twice in one object");
-        break;
-      default: break;
-    }
-    return true;
-  });
+  std::vector<std::string> reading;         // per open object, the key whose value is being read
+  try {
+    return nlohmann::json::parse(line, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      if (depth > kMaxRecordDepth)
+        throw std::runtime_error("nested deeper than " + std::to_string(kMaxRecordDepth) + " levels, which no sweep writes");
+      switch (event) {
+        case nlohmann::json::parse_event_t::object_start:
+          keys.emplace_back();
+          reading.emplace_back();
+          break;
+        case nlohmann::json::parse_event_t::object_end:
+          keys.pop_back();
+          reading.pop_back();
+          break;
+        case nlohmann::json::parse_event_t::key:
+          if (!keys.back().insert(parsed.get<std::string>()).second)
+            throw std::runtime_error("the key '" + parsed.get<std::string>() + "' appears twice in one object");
+          reading.back() = parsed.get<std::string>();
+          break;
+        default: break;
+      }
+      return true;
+    });
+  } catch (const nlohmann::json::out_of_range& e) {
+    // 406, "number overflow parsing '1e999'": named at no field and no line's column, as the
+    // library's text ("not a sweep record: [json.exception.out_of_range.406] ...").
+    if (e.id != 406) throw;
+    std::string field;
+    for (const std::string& k : reading)
+      if (!k.empty()) field += (field.empty() ? "" : ".") + k;
+    const std::string what = e.what();
+    const auto quote = what.find('\'');
+    throw RecordNumberOverflow{field, (quote == std::string::npos ? std::string("a number") : what.substr(quote)) +
+                                          " is beyond a double's range, which no sweep writes"};
+  }
 }
 
 }  // namespace
@@ -163,6 +189,9 @@ std::vector<nlohmann::json> read_records(const std::string& path, std::vector<in
       key_of(r);
     } catch (const ConfigError&) {
       throw;
+    } catch (const RecordNumberOverflow& e) {
+      if (!complete) break;  // a torn last line, cut inside a number
+      throw ConfigError(path, lineno, 1, e.field, e.what);
     } catch (const nlohmann::json::parse_error& e) {
       if (!complete) break;  // a torn last line: the run was killed while writing it
       // At the byte the parser stopped at, without the library's "[json.exception...] parse

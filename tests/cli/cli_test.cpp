@@ -1780,6 +1780,12 @@ TEST(CliShard, RecordsWithANonNumericMetricOrRepetitionAreRefused) {
   const Outcome huge = run("compare " + edit("\"vm.web.throughput\":", "\"vm.web.throughput\":1e308"));
   EXPECT_EQ(huge.status, 2) << huge.output;
   EXPECT_NE(huge.output.find("metrics.vm.web.throughput: 1e+308 is beyond +/-1e18"), std::string::npos) << huge.output;
+  // Beyond a double: the library's "[json.exception.out_of_range.406] number overflow", no field.
+  const Outcome over = run("compare " + edit("\"vm.web.throughput\":", "\"vm.web.throughput\":1e999"));
+  EXPECT_EQ(over.status, 2) << over.output;
+  EXPECT_NE(over.output.find("nm-records.jsonl:1:1: metrics.vm.web.throughput: '1e999' is beyond a double's range"),
+            std::string::npos)
+      << over.output;
   const Outcome rep = run("compare " + edit("\"repetition\":", "\"repetition\":-1"));
   EXPECT_EQ(rep.status, 2) << rep.output;
   EXPECT_NE(rep.output.find("repetition: -1 is not a repetition number"), std::string::npos) << rep.output;
