@@ -5,7 +5,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -509,35 +508,6 @@ std::string affinity_setting_text(const nlohmann::json& v) {
 // setting, as are on, 'on', yes and true (YamlReader::as_bool reads the text), and an
 // affinity's CPU list however it is written. Inside a mapping or a list the same holds for
 // every entry: {slice: 30ms} and {slice: 30000us} are one scheduler.
-namespace {
-
-enum class NumberForm { kNone, kInteger, kDecimal };
-
-// Whether `t` is, whole, a plain decimal number: [+-] digits, or with a point and/or an
-// exponent ([+-] digits [. digits] [e [+-] digits], at least one digit before the exponent).
-NumberForm number_form(std::string_view t) {
-  const auto digit = [&](std::size_t i) { return i < t.size() && t[i] >= '0' && t[i] <= '9'; };
-  std::size_t i = 0, digits = 0;
-  if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
-  for (; digit(i); ++i) ++digits;
-  NumberForm form = NumberForm::kInteger;
-  if (i < t.size() && t[i] == '.') {
-    form = NumberForm::kDecimal;
-    for (++i; digit(i); ++i) ++digits;
-  }
-  if (digits == 0) return NumberForm::kNone;
-  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
-    form = NumberForm::kDecimal;
-    ++i;
-    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
-    if (!digit(i)) return NumberForm::kNone;
-    while (digit(i)) ++i;
-  }
-  return i == t.size() ? form : NumberForm::kNone;
-}
-
-}  // namespace
-
 std::string setting_text(const nlohmann::json& v, const std::string& path) {
   if (is_affinity_expression(path)) return "affinity " + affinity_setting_text(v);
   if (v.is_object()) {
@@ -554,17 +524,17 @@ std::string setting_text(const nlohmann::json& v, const std::string& path) {
   const bool unit = std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); });
   // A number as the loader reads it, quoted or not: "02" and 2, "0.50" and 0.5, 2.0 and 2 are
   // one setting (each pair ran its point twice). Whole numbers by value, others as doubles.
-  if (const NumberForm form = number_form(text); form == NumberForm::kInteger) {
-    std::int64_t n = 0;
-    const char* b = text.data() + (text[0] == '+');
-    if (const auto [end, ec] = std::from_chars(b, text.data() + text.size(), n); ec == std::errc() && end == text.data() + text.size())
-      text = std::to_string(n);
-  } else if (form == NumberForm::kDecimal) {
-    const double d = std::strtod(text.c_str(), nullptr);
-    if (std::isfinite(d)) {
-      if (d == std::trunc(d) && std::fabs(d) < 9.0e15) text = std::to_string(static_cast<std::int64_t>(d));
-      else text = fmt::format("{:.17g}", d);
-    }
+  // from_chars reads the whole text or fails, so "1e" or "2x" is no number; a leading '+' it
+  // refuses, and the loader reads "+2" as 2.
+  const std::string_view t = text.size() > 1 && text[0] == '+' && text[1] != '-' ? std::string_view(text).substr(1) : text;
+  const char* const end = t.data() + t.size();
+  std::int64_t n = 0;
+  double d = 0;
+  if (const auto [p, ec] = std::from_chars(t.data(), end, n); ec == std::errc() && p == end) {
+    text = std::to_string(n);
+  } else if (const auto [q, ed] = std::from_chars(t.data(), end, d); ed == std::errc() && q == end && std::isfinite(d)) {
+    if (d == std::trunc(d) && std::fabs(d) < 9.0e15) text = std::to_string(static_cast<std::int64_t>(d));
+    else text = fmt::format("{:.17g}", d);
   }
   if (text == "on" || text == "yes") text = "true";
   else if (text == "off" || text == "no") text = "false";
