@@ -530,8 +530,9 @@ std::string setting_text(const nlohmann::json& v, const std::string& path) {
   const char* const end = t.data() + t.size();
   std::int64_t n = 0;
   double d = 0;
-  if (const auto [p, ec] = std::from_chars(t.data(), end, n); ec == std::errc() && p == end) {
-    text = std::to_string(n);
+  if (const auto [p, ec] = std::from_chars(t.data(), end, n); p == end) {
+    // Digits past 64 bits stay text, each its own value, as the loader keeps them apart.
+    if (ec == std::errc()) text = std::to_string(n);
   } else if (const auto [q, ed] = std::from_chars(t.data(), end, d); ed == std::errc() && q == end && std::isfinite(d)) {
     if (d == std::trunc(d) && std::fabs(d) < 9.0e15) text = std::to_string(static_cast<std::int64_t>(d));
     else text = fmt::format("{:.17g}", d);
