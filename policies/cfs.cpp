@@ -258,6 +258,8 @@ std::vector<ParamSpec> Cfs::param_specs() {
        "sleeper credit is half the latency (sched_feat GENTLE_FAIR_SLEEPERS, default on)"},
       {"wakeup_preemption", K::kChoice, 1, 0, 1, {"off", "on"},
        "wake-ups may preempt (sched_feat WAKEUP_PREEMPTION, default on)"},
+      {"balance_load", K::kChoice, 0, 0, 1, {"instant", "pelt"},
+       "CPU load and utilisation the balancer reads: summed runnable weights and busy/idle now, or PELT's averages"},
   };
 }
 
@@ -277,6 +279,7 @@ std::unique_ptr<hv::SchedulerPolicy> Cfs::make(const ParamValues& v) {
   c.cgroups = static_cast<Cgroups>(static_cast<int>(v.get("cgroups", 0)));
   c.gentle_fair_sleepers = v.get("gentle_fair_sleepers", 1) != 0;
   c.wakeup_preemption = v.get("wakeup_preemption", 1) != 0;
+  c.pelt_balance = v.get("balance_load", 0) != 0;
   return std::make_unique<Cfs>(c);
 }
 
@@ -334,6 +337,7 @@ void Cfs::attach(const hv::SchedContext& ctx) {
       ge.rq = p;
       ge.last_rq = p;
       ge.forked = true;
+      ge.pelt = static_cast<double>(ge.weight);  // init_entity_runnable_average (balance_load: pelt)
       grq(g, p).timeline.bind(&heap_pos_);
     }
   rqs_.clear();
@@ -473,6 +477,21 @@ std::uint64_t Cfs::task_h_load(VcpuId v) const {
   // for one group level weight * gse weight / group runqueue load. MODEL: instantaneous weights
   // for PELT's averages; a task not queued counts as if added to the runqueue it last left.
   const Entity& e = ents_[v];
+  if (cfg_.pelt_balance) {
+    // task_h_load(): se->avg.load_avg * cfs_rq->h_load / (cfs_rq_load_avg + 1), with one group
+    // level h_load = the group entity's average (see PELT above).
+    const auto avg = [&](const Entity& x) {
+      return pelt_toward(x.pelt, x.on_rq ? static_cast<double>(x.weight) : 0.0, hv_->now() - x.pelt_stamp);
+    };
+    double h = avg(e);
+    if (group_of(v) != kNoGroup) {
+      const PcpuId r = e.on_rq ? e.rq : (e.last_rq != kNoPcpu ? e.last_rq : usable_.first());
+      const CfsRq& q = grq(group_of(v), r);
+      const double qa = pelt_toward(q.avg, static_cast<double>(q.load), hv_->now() - q.avg_stamp);
+      h = h * avg(ents_[gse_of(group_of(v), r)]) / (qa + 1);
+    }
+    return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(h)));
+  }
   if (group_of(v) == kNoGroup) return e.weight;
   const PcpuId r = e.on_rq ? e.rq : (e.last_rq != kNoPcpu ? e.last_rq : usable_.first());
   const CfsRq& q = grq(group_of(v), r);
@@ -571,6 +590,11 @@ void Cfs::account_entity(CfsRq& q, PcpuId p, VcpuId se, bool add) {
   // account_entity_enqueue/dequeue(): the cfs_rq's load and nr_running; a root runqueue's load is
   // also the CPU's load the balancer's span sums add up.
   const std::uint32_t w = ents_[se].weight;
+  const bool root = &q == static_cast<CfsRq*>(&rqs_[p]);
+  if (root && cfg_.pelt_balance) {
+    pelt_age_rq(p);
+    age_task_avg(se, clock_);  // queued until now when removed, not queued when added
+  }
   if (add) {
     q.load += w;
     ++q.nr;
@@ -578,7 +602,11 @@ void Cfs::account_entity(CfsRq& q, PcpuId p, VcpuId se, bool add) {
     q.load -= w;
     --q.nr;
   }
-  if (&q != static_cast<CfsRq*>(&rqs_[p])) return;
+  if (!root) return;
+  if (cfg_.pelt_balance) {
+    Runqueue& rq = rqs_[p];
+    rq.pelt_load = add ? rq.pelt_load + ents_[se].pelt : std::max(0.0, rq.pelt_load - ents_[se].pelt);
+  }
   if (!add && q.nr == 1) act_->runqueue_fell_to_one(p);  // core scheduling's tick rule may apply now
   for (std::uint32_t sp : spans_with_[p]) {
     if (add) sums_[sp].load += w;
@@ -626,6 +654,7 @@ void Cfs::enqueue_task(PcpuId p, VcpuId v, sim::Time now) {
     update_group_avg(g, p, now);
     follow_task_avg(g, p, v, now);
   }
+  if (cfg_.pelt_balance) pelt_attach_util(v, p);
   account_entity(q, p, v, true);
   account_enqueue(p, v);
   q.timeline.insert(v, e.vruntime);
@@ -728,6 +757,93 @@ void Cfs::age_task_avg(VcpuId v, sim::Time now) {
   e.pelt_stamp = now;
 }
 
+// ----------------------------------------------------------------------------------------------
+// PELT for the balancer (balance_load: pelt). The kernel sums 1024 us periods (decay y, y^32 =
+// 1/2); here every average moves continuously toward what it carries (pelt_toward), so a sum of
+// averages that carry their own targets is the average of the summed targets, and a runqueue's
+// average is kept as one number: aged toward its current total before that total changes, with
+// an entity's own average added or taken away where the kernel attaches or detaches it.
+// - Load: a runqueue's runnable_load_avg (5.1-5.6 cpu_runnable_load, what the 5.5 balancer and
+//   wake_affine_weight read) is the sum of the averages of its queued root-level entities (tasks,
+//   or group entities under cgroups), each following its weight while queued and decaying while
+//   not; enqueue adds it (enqueue_runnable_load_avg), dequeue removes it.
+// - Utilisation: util_avg follows capacity (1024) while a task runs. A blocked task's stays
+//   attached to the CPU it last ran on and decays there; it moves when the task is enqueued on
+//   another CPU (a wake-up's remove_entity_load_avg, a balance's detach/attach). The CPU's
+//   util_avg is the sum of its attached tasks', i.e. it follows 1024 while a task runs there.
+// - A new task starts with its weight as load (init_entity_runnable_average) and half the CPU's
+//   spare capacity as utilisation, or its weight's share of the CPU's utilisation when that is
+//   smaller (post_init_entity_util_avg); a group entity starts with its weight (alloc_fair_sched_
+//   group calls init_entity_runnable_average), and a reweight scales its average with the weight
+//   (reweight_entity: load_avg = weight * load_sum / divider).
+// - MODEL: no util_est (task_util_est is util_avg), no blocked load in the runnable sum (as 5.6),
+//   and a task's share through its group (task_h_load) from the averages of its task, its group
+//   entity and its group runqueue.
+
+void Cfs::pelt_age_rq(PcpuId p) {
+  Runqueue& rq = rqs_[p];
+  const sim::Duration dt = clock_ - rq.pelt_stamp;
+  if (dt <= 0) return;
+  rq.pelt_load = pelt_toward(rq.pelt_load, static_cast<double>(rq.load), dt);
+  rq.pelt_util = pelt_toward(rq.pelt_util, rq.running != kNil ? static_cast<double>(kCapacityScale) : 0.0, dt);
+  rq.pelt_stamp = clock_;
+}
+
+void Cfs::pelt_age_util(VcpuId v) {
+  Entity& e = ents_[v];
+  const bool running = e.util_rq != kNoPcpu && rqs_[e.util_rq].running == v;
+  e.util = pelt_toward(e.util, running ? static_cast<double>(kCapacityScale) : 0.0, clock_ - e.util_stamp);
+  e.util_stamp = clock_;
+}
+
+void Cfs::pelt_attach_util(VcpuId v, PcpuId p) {
+  Entity& e = ents_[v];
+  if (e.util_rq == p) return;
+  pelt_age_util(v);
+  if (e.util_rq != kNoPcpu) {
+    pelt_age_rq(e.util_rq);
+    Runqueue& old = rqs_[e.util_rq];
+    old.pelt_util = std::max(0.0, old.pelt_util - e.util);
+  }
+  pelt_age_rq(p);
+  rqs_[p].pelt_util += e.util;
+  e.util_rq = p;
+}
+
+void Cfs::pelt_set_running(PcpuId p, VcpuId v) {
+  Runqueue& rq = rqs_[p];
+  if (rq.running == v) return;
+  pelt_age_rq(p);
+  if (rq.running != kNil) pelt_age_util(rq.running);
+  if (v != kNil) {
+    pelt_attach_util(v, p);
+    pelt_age_util(v);
+  }
+  rq.running = v;
+}
+
+std::uint64_t Cfs::cpu_load(PcpuId p) const {
+  const Runqueue& rq = rqs_[p];
+  if (!cfg_.pelt_balance) return rq.load;
+  return static_cast<std::uint64_t>(std::llround(pelt_toward(rq.pelt_load, static_cast<double>(rq.load), hv_->now() - rq.pelt_stamp)));
+}
+
+std::uint64_t Cfs::cpu_util(PcpuId p) const {
+  const Runqueue& rq = rqs_[p];
+  if (!cfg_.pelt_balance) return rq.nr_running > 0 ? kCapacityScale : 0;
+  const double u = pelt_toward(rq.pelt_util, rq.running != kNil ? static_cast<double>(kCapacityScale) : 0.0,
+                               hv_->now() - rq.pelt_stamp);
+  return std::min<std::uint64_t>(kCapacityScale, static_cast<std::uint64_t>(std::llround(u)));
+}
+
+std::uint64_t Cfs::task_util(VcpuId v) const {
+  if (!cfg_.pelt_balance) return kCapacityScale;
+  const Entity& e = ents_[v];
+  const bool running = e.util_rq != kNoPcpu && rqs_[e.util_rq].running == v;
+  const double u = pelt_toward(e.util, running ? static_cast<double>(kCapacityScale) : 0.0, hv_->now() - e.util_stamp);
+  return std::min<std::uint64_t>(kCapacityScale, static_cast<std::uint64_t>(std::llround(u)));
+}
+
 double Cfs::group_avg(VcpuId v, PcpuId p) const {
   const std::uint32_t g = group_of(v);
   return g == kNoGroup ? 0.0 : grq(g, p).avg;
@@ -750,6 +866,10 @@ void Cfs::update_cfs_group(std::uint32_t g, PcpuId p) {
   w = std::clamp<std::uint64_t>(w, kMinWeight, shares_[g]);
   if (w == ge.weight) return;
   if (ge.on_rq) account_entity(rqs_[p], p, gse, false);
+  if (cfg_.pelt_balance) {  // reweight_entity(): the average scales with the weight
+    age_task_avg(gse, clock_);
+    ge.pelt = ge.pelt * static_cast<double>(w) / static_cast<double>(ge.weight);
+  }
   ge.weight = static_cast<std::uint32_t>(w);
   if (ge.on_rq) account_entity(rqs_[p], p, gse, true);
 }
@@ -1040,6 +1160,7 @@ void Cfs::check_preempt_curr(PcpuId p, VcpuId v, sim::Time now, PcpuId from) {
 // Hooks: wake, sleep, yield.
 
 void Cfs::wake(VcpuId v, sim::Time now) {
+  clock_ = now;
   const PcpuId p = hv_->vcpu(v).pcpu;
   Entity& e = ents_[v];
   Runqueue& rq = rqs_[p];
@@ -1061,6 +1182,14 @@ void Cfs::wake(VcpuId v, sim::Time now) {
     // enqueue attaches that average to the group runqueue (follow_task_avg).
     e.pelt = static_cast<double>(e.weight);
     e.pelt_stamp = now;
+    if (cfg_.pelt_balance) {
+      // post_init_entity_util_avg(): half the spare capacity, or less by the task's weight's
+      // share of the CPU's load when the CPU is already used.
+      const double cpu_u = static_cast<double>(cpu_util(p));
+      const double cap = (static_cast<double>(kCapacityScale) - cpu_u) / 2;
+      e.util = cap <= 0 ? 0.0 : cpu_u == 0 ? cap : std::min(cap, cpu_u * e.weight / (static_cast<double>(cpu_load(p)) + 1));
+      e.util_stamp = now;
+    }
   } else {
     if (e.last_rq != kNoPcpu && e.last_rq != p) {
       // migrate_task_rq_fair() (TASK_WAKING) subtracts the old min_vruntime, enqueue_entity()
@@ -1091,6 +1220,7 @@ void Cfs::wake(VcpuId v, sim::Time now) {
 }
 
 void Cfs::sleep(VcpuId v, sim::Time now) {
+  clock_ = now;
   // dequeue_entity(DEQUEUE_SLEEP): the absolute vruntime is kept for place_entity at wake-up.
   Entity& e = ents_[v];
   if (!e.on_rq) return;
@@ -1100,6 +1230,7 @@ void Cfs::sleep(VcpuId v, sim::Time now) {
 }
 
 int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
+  clock_ = now;
   Entity& e = ents_[v];
   if (!e.on_rq || running_curr(e.rq) != v) return 0;
   const PcpuId p = e.rq;
@@ -1138,6 +1269,7 @@ int Cfs::yield(VcpuId v, VcpuId to, sim::Time now) {
 // Hooks: pick, commit.
 
 hv::Pick Cfs::pick_next(PcpuId p, sim::Time now, const hv::PickFilter& f) {
+  clock_ = now;
   newidle_[p].levels = 0;  // this pick's newidle_balance, if it runs one
   Runqueue& rq = rqs_[p];
   Decision d;
@@ -1290,6 +1422,8 @@ VcpuId Cfs::current_task(PcpuId p) const {
 }
 
 void Cfs::put_prev(PcpuId p, VcpuId prev, sim::Time now) {
+  clock_ = now;
+  if (cfg_.pelt_balance && rqs_[p].running == prev) pelt_set_running(p, kNil);  // it stops running here
   // put_prev_entity(): a still-runnable task goes back into its runqueue's timeline. Its group
   // entity stays the root's current one until set_next knows whether the next task is of the
   // same group (put_back_top).
@@ -1303,6 +1437,7 @@ void Cfs::put_prev(PcpuId p, VcpuId prev, sim::Time now) {
 }
 
 void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
+  clock_ = now;
   Runqueue& rq = rqs_[p];
   Decision d = decision_[p];
   decision_[p] = Decision{};
@@ -1403,6 +1538,7 @@ void Cfs::set_next(PcpuId p, VcpuId v, sim::Time now) {
     clear_buddies(p, want);
   }
   rq.armed_end = d.slice > 0 ? now + d.slice : sim::kNever;
+  if (cfg_.pelt_balance) pelt_set_running(p, want);
 }
 
 void Cfs::move_queued(VcpuId v, PcpuId src, PcpuId dst, sim::Time now, bool check_preempt) {
@@ -1432,6 +1568,7 @@ double Cfs::core_priority(PcpuId p, VcpuId v, hv::CorePrio how) const {
 }
 
 void Cfs::on_timer(hv::TimerId t, sim::Time now) {
+  clock_ = now;
   if (t < rqs_.size() && usable_.test(t)) rebalance_domains(t, now);
 }
 
@@ -1520,6 +1657,33 @@ std::string Cfs::check_consistency() const {
     const SpanSums& have = sums_[id];
     if (su.weight != have.weight || su.nr != have.nr || su.load != have.load || su.idle != have.idle)
       return at("span sums wrong for span", id);
+  }
+  if (cfg_.pelt_balance) {
+    // PELT: each runqueue's averages are the sums of their entities' (queued root-level
+    // entities' load averages; attached tasks' utilisations), all aged to now.
+    std::vector<double> pl(rqs_.size(), 0.0), pu(rqs_.size(), 0.0);
+    for (VcpuId v = 0; v < ents_.size(); ++v) {
+      const Entity& e = ents_[v];
+      if (e.on_rq && q_index(v, e.rq) == e.rq)
+        pl[e.rq] += pelt_toward(e.pelt, static_cast<double>(e.weight), hv_->now() - e.pelt_stamp);
+      if (is_task(v) && e.on_rq && e.util_rq != e.rq) return at("queued task's utilisation attached elsewhere:", v);
+      if (is_task(v) && e.util_rq != kNoPcpu) {
+        if (e.util_rq >= rqs_.size()) return at("utilisation attached to no runqueue:", v);
+        const bool running = rqs_[e.util_rq].running == v;
+        pu[e.util_rq] += pelt_toward(e.util, running ? static_cast<double>(kCapacityScale) : 0.0, hv_->now() - e.util_stamp);
+      }
+    }
+    for (PcpuId p = 0; p < rqs_.size(); ++p) {
+      const Runqueue& rq = rqs_[p];
+      if (rq.running != kNil && (!is_task(rq.running) || ents_[rq.running].util_rq != p))
+        return at("PELT's running task not attached to", p);
+      const double load = pelt_toward(rq.pelt_load, static_cast<double>(rq.load), hv_->now() - rq.pelt_stamp);
+      const double util = pelt_toward(rq.pelt_util, rq.running != kNil ? static_cast<double>(kCapacityScale) : 0.0,
+                                      hv_->now() - rq.pelt_stamp);
+      // The sums are kept by additions and subtractions: they drift by rounding over a run.
+      if (std::fabs(load - pl[p]) > 1e-6 * std::max(1.0, load) + 1e-3) return at("PELT load average wrong on", p);
+      if (std::fabs(util - pu[p]) > 1e-6 * std::max(1.0, util) + 1e-3) return at("PELT utilisation average wrong on", p);
+    }
   }
   return "";
 }

@@ -133,6 +133,9 @@ class Cfs final : public hv::SchedulerPolicy {
     cfs::Cgroups cgroups = cfs::Cgroups::kNone;
     bool gentle_fair_sleepers = true;   ///< sched_feat GENTLE_FAIR_SLEEPERS
     bool wakeup_preemption = true;      ///< sched_feat WAKEUP_PREEMPTION
+    /// What the balancer and wake_affine read as a CPU's load and utilisation: the runqueue's
+    /// instantaneous weights and busy state (false, the default), or PELT's averages (true).
+    bool pelt_balance = false;
   };
 
   explicit Cfs(Config c);
@@ -171,6 +174,13 @@ class Cfs final : public hv::SchedulerPolicy {
   /// last updated there), and v's share of its CPU's load (task_h_load). Without groups: v's weight.
   std::uint32_t group_weight(hv::VcpuId v, hv::PcpuId p) const;
   std::uint64_t task_h_load(hv::VcpuId v) const;
+  /// What the balancer reads (cfs_balance.cpp): with `balance_load: pelt`, p's PELT runnable load
+  /// average (cpu_runnable_load, 5.1-5.6) and utilisation (cpu_util: running time of the tasks
+  /// attached to p, blocked ones included, capped at capacity) and v's utilisation (task_util);
+  /// otherwise p's summed runnable weights, capacity when busy else 0, and one CPU.
+  std::uint64_t cpu_load(hv::PcpuId p) const;
+  std::uint64_t cpu_util(hv::PcpuId p) const;
+  std::uint64_t task_util(hv::VcpuId v) const;
   /// Under `cgroups: per-domain`: the load average of v's group runqueue on pCPU p as last
   /// updated (PELT's cfs_rq->avg.load_avg); 0 without groups.
   double group_avg(hv::VcpuId v, hv::PcpuId p) const;
@@ -235,9 +245,15 @@ class Cfs final : public hv::SchedulerPolicy {
     // A task in a group: its own load average (se->avg.load_avg: its weight while on_rq, decayed
     // otherwise) as of pelt_stamp, and the pCPU whose group runqueue carries it (kNoPcpu: none
     // yet). It moves with the task (attach/detach_entity_load_avg).
+    // With `balance_load: pelt` every root-level entity (task or group entity) keeps pelt too,
+    // and every task its utilisation average (se->avg.util_avg: capacity while it runs, decayed
+    // otherwise) and the pCPU it is attached to, which keeps it while blocked.
     double pelt = 0;
     sim::Time pelt_stamp = 0;
     hv::PcpuId pelt_rq = hv::kNoPcpu;
+    double util = 0;
+    sim::Time util_stamp = 0;
+    hv::PcpuId util_rq = hv::kNoPcpu;
     bool forked = false;                // has been placed once (wake_up_new_task done)
     hv::VcpuId lru_prev = kNil, lru_next = kNil;  // rq->cfs_tasks, most recently picked first
     // Wake-up placement (task_struct fields, written when this entity WAKES another one).
@@ -274,6 +290,13 @@ class Cfs final : public hv::SchedulerPolicy {
     bool active_balance = false;        // rq->active_balance: a push of curr is pending
     hv::PcpuId push_cpu = hv::kNoPcpu;  // rq->push_cpu
     std::int64_t next_balance = 0;      // rq->next_balance, in jiffies
+    // PELT (balance_load: pelt), as of pelt_stamp: the runnable load average (the sum of the
+    // queued root-level entities' own averages; runnable_load_avg), the utilisation average
+    // (the sum of the attached tasks' own; util_avg) and the task it counts as running.
+    double pelt_load = 0;
+    double pelt_util = 0;
+    sim::Time pelt_stamp = 0;
+    hv::VcpuId running = kNil;
   };
   /// Per-CPU, per-level struct sched_domain state.
   struct DomainState {
@@ -390,6 +413,13 @@ class Cfs final : public hv::SchedulerPolicy {
   /// Task v's own load average brought to now, under the load it carried since its last update
   /// (its weight while queued, else 0).
   void age_task_avg(hv::VcpuId v, sim::Time now);
+  /// balance_load: pelt. Bring p's averages to clock_ (before its load or running task
+  /// changes), v's utilisation to clock_, and attach v's utilisation to p (taking it from the
+  /// pCPU it was attached to: migrate_task_rq_fair's remove, attach_entity_load_avg).
+  void pelt_age_rq(hv::PcpuId p);
+  void pelt_age_util(hv::VcpuId v);
+  void pelt_attach_util(hv::VcpuId v, hv::PcpuId p);
+  void pelt_set_running(hv::PcpuId p, hv::VcpuId v);
 
   /// calc_group_shares + reweight_entity for group g's entity on p.
   void update_cfs_group(std::uint32_t g, hv::PcpuId p);
@@ -554,6 +584,9 @@ class Cfs final : public hv::SchedulerPolicy {
 
   /// The CPU the wake-up being placed runs on (pick_cpu sets it, wake() takes it); kNoPcpu: local.
   hv::PcpuId wake_cpu_ = hv::kNoPcpu;
+  /// The time of the call being served (set on entry to every call that carries one): PELT's
+  /// averages are read and aged to it.
+  sim::Time clock_ = 0;
   std::uint64_t wakeup_preemptions_ = 0, tick_preemptions_ = 0, balance_migrations_ = 0;
   std::uint64_t newidle_pulls_ = 0, active_migrations_ = 0, wake_migrations_ = 0, cookie_steals_ = 0;
   std::uint64_t wake_affine_attempts_ = 0, wake_affine_moves_ = 0;

@@ -328,6 +328,7 @@ void Cfs::note_idle(PcpuId p, sim::Time now) {
 // CPU selection.
 
 PcpuId Cfs::pick_cpu(VcpuId v, sim::Time now) {
+  clock_ = now;
   const hv::Vcpu& vc = hv_->vcpu(v);
   const topo::CpuSet allowed = vc.hard & usable_;
   const PcpuId prev = vc.pcpu;
@@ -420,16 +421,20 @@ PcpuId Cfs::wake_affine_weight(std::uint32_t level, VcpuId p, VcpuId waker, Pcpu
   // prev's load is not reduced by it (the kernel subtracts p's decaying blocked load, which
   // cpu_load still holds). The waker counts as current only while on this_cpu's runqueue.
   // All CPUs have capacity 1024 (capacity_of), so the two capacity factors cancel.
-  std::int64_t this_eff_load = static_cast<std::int64_t>(rqs_[this_cpu].load);
+  std::int64_t this_eff_load = static_cast<std::int64_t>(cpu_load(this_cpu));
   if (sync) {
     const Entity& w = ents_[waker];
     const std::int64_t current_load = (w.on_rq && w.rq == this_cpu) ? static_cast<std::int64_t>(task_h_load(waker)) : 0;
     if (current_load > this_eff_load) return this_cpu;
     this_eff_load -= current_load;
   }
-  this_eff_load += static_cast<std::int64_t>(task_h_load(p));
+  const auto task_load = static_cast<std::int64_t>(task_h_load(p));
+  this_eff_load += task_load;
   this_eff_load *= 100;                                         // WA_BIAS
-  std::int64_t prev_eff_load = static_cast<std::int64_t>(rqs_[prev].load);
+  std::int64_t prev_eff_load = static_cast<std::int64_t>(cpu_load(prev));
+  // "prev_eff_load -= task_load": with PELT's averages (the kernel's, where this line is; under
+  // instant loads the sleeping wakee is in no runqueue's load and nothing is taken away).
+  if (cfg_.pelt_balance) prev_eff_load -= task_load;
   prev_eff_load *= 100 + (levels_[level].imbalance_pct - 100) / 2;  // WA_BIAS
   if (sync) prev_eff_load += 1;
   return this_eff_load < prev_eff_load ? this_cpu : kNoPcpu;
@@ -527,8 +532,8 @@ PcpuId Cfs::find_idlest_group_cpu(const topo::CpuSet& group, const topo::CpuSet&
   PcpuId least = this_cpu;
   std::uint64_t min_load = std::numeric_limits<std::uint64_t>::max();
   cpus.for_each([&](PcpuId i) {
-    if (rqs_[i].load < min_load) {
-      min_load = rqs_[i].load;
+    if (const std::uint64_t load = cpu_load(i); load < min_load) {
+      min_load = load;
       least = i;
     }
   });
@@ -573,7 +578,19 @@ void Cfs::group_stats(std::uint32_t group, const topo::CpuSet& cpus, std::uint32
   // busy CPU. From the span's running sums unless some of its CPUs are excluded (a retry after
   // an all-pinned runqueue), which needs a walk.
   const topo::CpuSet members = spans_[group] & usable_;
-  if (members.subset_of(cpus)) {
+  if (cfg_.pelt_balance) {
+    // update_sg_lb_stats() with PELT: group_load += cpu_runnable_load, group_util += cpu_util.
+    members.for_each([&](PcpuId i) {
+      ++s.weight;
+      if (!cpus.test(i)) return;
+      const Runqueue& rq = rqs_[i];
+      s.nr += rq.nr_running;
+      s.load += cpu_load(i);
+      s.util += cpu_util(i);
+      if (rq.nr_running == 0) ++s.idle;
+      else ++s.busy;
+    });
+  } else if (members.subset_of(cpus)) {
     const SpanSums& su = sums_[group];
     s.weight = su.weight;
     s.nr = su.nr;
@@ -592,7 +609,7 @@ void Cfs::group_stats(std::uint32_t group, const topo::CpuSet& cpus, std::uint32
     });
   }
   s.capacity = s.weight * kCapacityScale;
-  s.util = s.busy * kCapacityScale;
+  if (!cfg_.pelt_balance) s.util = s.busy * kCapacityScale;
   // group_classify(): group_is_overloaded, sg_imbalanced, group_has_capacity.
   if (s.nr > s.weight && s.capacity * 100 < s.util * pct) s.type = GroupType::kOverloaded;
   else if (group_imbalance_[group]) s.type = GroupType::kImbalanced;
@@ -715,13 +732,24 @@ PcpuId Cfs::find_busiest_queue(const LbEnv& env, std::uint32_t busiest_span) con
     switch (env.type) {
       case MigrationType::kLoad:
         // A lone task heavier than the imbalance stays (its CPU's capacity is never reduced here).
-        if (rq.nr_running == 1 && static_cast<std::int64_t>(rq.load) > env.imbalance) return;
-        if (rq.load > busiest_load) {
-          busiest_load = rq.load;
+        if (const std::uint64_t load = cpu_load(i); !(rq.nr_running == 1 && static_cast<std::int64_t>(load) > env.imbalance) &&
+                                                     load > busiest_load) {
+          busiest_load = load;
           busiest = i;
         }
         return;
-      case MigrationType::kUtil:  // MODEL: utilisations tie at capacity; the longest queue
+      case MigrationType::kUtil:
+        if (cfg_.pelt_balance) {
+          // The highest cpu_util; "Don't try to migrate a lone task" (nr_running <= 1 skipped,
+          // 5.7's c32b4308295a; 5.5 would pick a lone runner's CPU and fail to detach it).
+          if (rq.nr_running <= 1) return;
+          if (const std::uint64_t util = cpu_util(i); busiest == kNoPcpu || util > busiest_load) {
+            busiest_load = util;
+            busiest = i;
+          }
+          return;
+        }
+        [[fallthrough]];  // MODEL (instant loads): utilisations tie at capacity; the longest queue
       case MigrationType::kTask:
         if (rq.nr_running > busiest_nr) {
           busiest_nr = rq.nr_running;
@@ -830,10 +858,12 @@ VcpuId Cfs::first_detachable(LbEnv& env, PcpuId src, const hv::PickFilter& f, bo
         env.imbalance -= load;
         break;
       }
-      case MigrationType::kUtil:
-        if (static_cast<std::int64_t>(kCapacityScale) > env.imbalance) continue;
-        env.imbalance -= static_cast<std::int64_t>(kCapacityScale);
+      case MigrationType::kUtil: {
+        const auto util = static_cast<std::int64_t>(task_util(v));  // task_util_est
+        if (util > env.imbalance) continue;
+        env.imbalance -= util;
         break;
+      }
       case MigrationType::kTask:
         env.imbalance -= 1;
         break;
@@ -883,8 +913,8 @@ std::uint32_t Cfs::detach_and_attach(LbEnv& env, PcpuId src, bool& all_pinned, s
           }
           break;
         case MigrationType::kUtil:
-          if (static_cast<std::int64_t>(kCapacityScale) <= env.imbalance) {
-            env.imbalance -= static_cast<std::int64_t>(kCapacityScale);
+          if (const auto util = static_cast<std::int64_t>(task_util(v)); util <= env.imbalance) {  // task_util_est
+            env.imbalance -= util;
             take = true;
           }
           break;
