@@ -148,6 +148,8 @@
 //                                          cpu.shares, its tasks nice 0)
 //   gentle_fair_sleepers choice    on      sched_feat GENTLE_FAIR_SLEEPERS (off: full latency credit)
 //   wakeup_preemption    choice    on      sched_feat WAKEUP_PREEMPTION
+//   balance_load         choice    instant what the balancer reads: instant (runnable weights,
+//                                          busy = capacity) or pelt (PELT's averages, 5.5/5.6)
 // sched_nr_latency = DIV_ROUND_UP(latency, min_granularity) = 8 with the defaults.
 //
 // Invariants
@@ -174,10 +176,10 @@
 //   nothing between VMs when every task is in a VM) and its per-vCPU vcpuN groups (one task each:
 //   folded into the task, which loses their own min_vruntime level); autogroup; bandwidth
 //   control (cpu.cfs_quota_us).
-// - PELT, except for the group runqueues' load averages behind calc_group_shares (with each group
-//   task's own average, which moves with it when it changes CPU): balancing reads
-//   instantaneous runqueue loads (sum of runnable weights) and counts a busy CPU as fully utilised
-//   (see cfs_balance.cpp).
+// - PELT by default only behind calc_group_shares (the group runqueues' load averages, with each
+//   group task's own average, which moves with it when it changes CPU): balancing reads
+//   instantaneous runqueue loads (sum of runnable weights) and counts a busy CPU as fully
+//   utilised, unless `balance_load: pelt` (below, "PELT for the balancer"; cfs_balance.cpp).
 // - RT/deadline classes, SCHED_BATCH/IDLE, CFS bandwidth control, NUMA balancing (task_numa_fault),
 //   ALT_PERIOD/BASE_SLICE (5.13+), sched_child_runs_first, HRTICK, nohz_full. Core scheduling's
 //   cross-sibling comparison variants (min_vruntime_fi snapshots, forced-idle credit) belong to

@@ -113,16 +113,20 @@
 // - MODEL: the view does not say whether the balance mode refuses a mismatched pull outright
 //   (RFC v5-v9's can_migrate_task) or calls it cache-hot (mainline); this policy always does the
 //   latter.
-// - MODEL: no PELT. A CPU's load is the sum of its runnable entities' weights now (cpu_load is
-//   runnable_load_avg in 5.x), a task's load its weight, or under task groups its weight times
-//   its group entity's share of its group runqueue's load (task_h_load), a busy CPU's utilisation
-//   its full capacity and an idle one's 0 (cpu_util), an entity's utilisation one CPU
-//   (task_util_est). find_busiest_queue for migrate_util, where every busy CPU's capped
-//   utilisation ties, takes the one with the most runnable entities.
-// - MODEL: wake_affine_weight reads the instantaneous loads: cpu_load = the runqueue's summed
-//   weights, task_h_load as above; the sleeping wakee is in no runqueue, so prev's load is
-//   not reduced by it (the kernel subtracts its decaying blocked load), and the waker counts as
-//   current only while on the waker CPU's runqueue. Capacities are equal, so they cancel.
+// - Loads: with `balance_load: pelt` the balancer reads PELT's averages as 5.5/5.6 do (cfs.cpp,
+//   "PELT for the balancer"): cpu_runnable_load for a CPU's load, cpu_util (blocked tasks'
+//   utilisation included) for its utilisation, task_h_load and task_util for a task's. MODEL,
+//   the default (`instant`): no PELT. A CPU's load is the sum of its runnable entities' weights
+//   now, a task's load its weight, or under task groups its weight times its group entity's
+//   share of its group runqueue's load (task_h_load), a busy CPU's utilisation its full capacity
+//   and an idle one's 0 (cpu_util), an entity's utilisation one CPU (task_util_est).
+//   find_busiest_queue for migrate_util, where every busy CPU's capped utilisation then ties,
+//   takes the one with the most runnable entities (with PELT: the highest utilisation among
+//   CPUs running more than one task).
+// - wake_affine_weight: with PELT, 5.5's text (prev's load less the wakee's task_h_load, which
+//   runnable_load_avg does not hold while it sleeps). MODEL (`instant`): the runqueues' summed
+//   weights, with nothing taken from prev. Either way the waker counts as current only while on
+//   the waker CPU's runqueue, and capacities are equal, so they cancel.
 // - MODEL: a kick delivered after a latency (a PV kick after kick_latency, a wake IPI after
 //   wake_ipi) is placed at delivery, with the waker's pCPU as it was when sent; the kernel places
 //   it inside the waker's exit, so the waker may have halted meanwhile (then its CPU is idle and
@@ -416,10 +420,8 @@ PcpuId Cfs::wake_affine_idle(PcpuId this_cpu, PcpuId prev, bool sync) const {
 
 PcpuId Cfs::wake_affine_weight(std::uint32_t level, VcpuId p, VcpuId waker, PcpuId this_cpu, PcpuId prev,
                                bool sync) const {
-  // wake_affine_weight() with MODEL loads (no PELT): cpu_load(rq) is the runqueue's summed
-  // weights now, task_h_load(x) x's weight. The sleeping wakee is in no runqueue's load, so
-  // prev's load is not reduced by it (the kernel subtracts p's decaying blocked load, which
-  // cpu_load still holds). The waker counts as current only while on this_cpu's runqueue.
+  // wake_affine_weight(): cpu_load and task_h_load as the balance_load mode reads them (above).
+  // The waker counts as current only while on this_cpu's runqueue.
   // All CPUs have capacity 1024 (capacity_of), so the two capacity factors cancel.
   std::int64_t this_eff_load = static_cast<std::int64_t>(cpu_load(this_cpu));
   if (sync) {
@@ -574,9 +576,9 @@ PcpuId Cfs::find_idlest_cpu(PcpuId this_cpu, const topo::CpuSet& allowed) const 
 // Load balancing: statistics.
 
 void Cfs::group_stats(std::uint32_t group, const topo::CpuSet& cpus, std::uint32_t pct, GroupStats& s) const {
-  // update_sg_lb_stats() with MODEL loads (no PELT): load = runnable weights, util = one CPU per
-  // busy CPU. From the span's running sums unless some of its CPUs are excluded (a retry after
-  // an all-pinned runqueue), which needs a walk.
+  // update_sg_lb_stats(). Instant loads: load = runnable weights, util = one CPU per busy CPU,
+  // from the span's running sums unless some of its CPUs are excluded (a retry after an
+  // all-pinned runqueue), which needs a walk. PELT: a walk over the CPUs, as the kernel's.
   const topo::CpuSet members = spans_[group] & usable_;
   if (cfg_.pelt_balance) {
     // update_sg_lb_stats() with PELT: group_load += cpu_runnable_load, group_util += cpu_util.

@@ -473,6 +473,28 @@ TEST(CfsWakeAffine, NonSyncWakeFollowsWakeAffineWeight) {
   EXPECT_EQ(affine_wake(test::flat(4), 3, true, false), 1u);
 }
 
+TEST(CfsWakeAffine, WithPeltPrevsLoadIsLessTheWakeesDecayedLoad) {
+  // balance_load: pelt, 5.5's wake_affine_weight: this = (cpu_runnable_load(1) + task_h_load(W))
+  // x 100 against prev = (cpu_runnable_load(0) - task_h_load(W)) x 108. W forked at 0 with its
+  // weight as its average and has slept since (~1 us in), so at 10 ms it carries
+  // 1024 x 2^(-10/32.768) = 829; the hogs and X were forked at 1 ms and have been queued ever
+  // since, 1024 each. this = (1024 + 829) x 100 = 185300.
+  sim::ParamValues pelt;
+  pelt.set("balance_load", 1.0);
+  const auto wake = [&](std::uint32_t prev_hogs) {
+    AffineRig r(test::flat(4), pelt);
+    r.build(1, prev_hogs);
+    r.start_busy();
+    r.ch.h.run_until(sim::ms(10));
+    EXPECT_NEAR(static_cast<double>(r.ch.cfs().task_h_load(r.w)), 829.0, 2.0);
+    return r.wake_w(true, false);
+  };
+  // Two hogs on prev: (2048 - 829) x 108 = 131652 < 185300: W stays (instant weights moved it).
+  EXPECT_EQ(wake(2), 0u);
+  // Three: (3072 - 829) x 108 = 242244 > 185300: W goes to the waker's CPU.
+  EXPECT_EQ(wake(3), 1u);
+}
+
 TEST(CfsWakeAffine, WithoutAWakerPlacementIsPrevOrTheIdleScanFromPrev) {
   // A timer wake-up runs on prev (this_cpu = prev): no affine move, whatever the loads.
   EXPECT_EQ(affine_wake(test::flat(4), 1, false, false), 0u);
