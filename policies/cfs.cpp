@@ -148,8 +148,8 @@
 //                                          cpu.shares, its tasks nice 0)
 //   gentle_fair_sleepers choice    on      sched_feat GENTLE_FAIR_SLEEPERS (off: full latency credit)
 //   wakeup_preemption    choice    on      sched_feat WAKEUP_PREEMPTION
-//   balance_load         choice    instant what the balancer reads: instant (runnable weights,
-//                                          busy = capacity) or pelt (PELT's averages, 5.5/5.6)
+//   balance_load         choice    pelt    what the balancer reads: pelt (PELT's averages, 5.5/5.6)
+//                                          or instant (runnable weights, busy = capacity: 3.10)
 // sched_nr_latency = DIV_ROUND_UP(latency, min_granularity) = 8 with the defaults.
 //
 // Invariants
@@ -176,10 +176,10 @@
 //   nothing between VMs when every task is in a VM) and its per-vCPU vcpuN groups (one task each:
 //   folded into the task, which loses their own min_vruntime level); autogroup; bandwidth
 //   control (cpu.cfs_quota_us).
-// - PELT by default only behind calc_group_shares (the group runqueues' load averages, with each
-//   group task's own average, which moves with it when it changes CPU): balancing reads
-//   instantaneous runqueue loads (sum of runnable weights) and counts a busy CPU as fully
-//   utilised, unless `balance_load: pelt` (below, "PELT for the balancer"; cfs_balance.cpp).
+// - With `balance_load: instant`, PELT only behind calc_group_shares (the group runqueues' load
+//   averages, with each group task's own average, which moves with it when it changes CPU):
+//   balancing then reads instantaneous runqueue loads (sum of runnable weights) and counts a
+//   busy CPU as fully utilised, as 3.10 did (below, "PELT for the balancer"; cfs_balance.cpp).
 // - RT/deadline classes, SCHED_BATCH/IDLE, CFS bandwidth control, NUMA balancing (task_numa_fault),
 //   ALT_PERIOD/BASE_SLICE (5.13+), sched_child_runs_first, HRTICK, nohz_full. Core scheduling's
 //   cross-sibling comparison variants (min_vruntime_fi snapshots, forced-idle credit) belong to
@@ -260,7 +260,7 @@ std::vector<ParamSpec> Cfs::param_specs() {
        "sleeper credit is half the latency (sched_feat GENTLE_FAIR_SLEEPERS, default on)"},
       {"wakeup_preemption", K::kChoice, 1, 0, 1, {"off", "on"},
        "wake-ups may preempt (sched_feat WAKEUP_PREEMPTION, default on)"},
-      {"balance_load", K::kChoice, 0, 0, 1, {"instant", "pelt"},
+      {"balance_load", K::kChoice, 1, 0, 1, {"instant", "pelt"},
        "CPU load and utilisation the balancer reads: summed runnable weights and busy/idle now, or PELT's averages"},
   };
 }
@@ -281,7 +281,7 @@ std::unique_ptr<hv::SchedulerPolicy> Cfs::make(const ParamValues& v) {
   c.cgroups = static_cast<Cgroups>(static_cast<int>(v.get("cgroups", 0)));
   c.gentle_fair_sleepers = v.get("gentle_fair_sleepers", 1) != 0;
   c.wakeup_preemption = v.get("wakeup_preemption", 1) != 0;
-  c.pelt_balance = v.get("balance_load", 0) != 0;
+  c.pelt_balance = v.get("balance_load", 1) != 0;
   return std::make_unique<Cfs>(c);
 }
 
@@ -760,7 +760,7 @@ void Cfs::age_task_avg(VcpuId v, sim::Time now) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// PELT for the balancer (balance_load: pelt). The kernel sums 1024 us periods (decay y, y^32 =
+// PELT for the balancer (balance_load: pelt, the default). The kernel sums 1024 us periods (decay y, y^32 =
 // 1/2); here every average moves continuously toward what it carries (pelt_toward), so a sum of
 // averages that carry their own targets is the average of the summed targets, and a runqueue's
 // average is kept as one number: aged toward its current total before that total changes, with

@@ -133,9 +133,10 @@ class Cfs final : public hv::SchedulerPolicy {
     cfs::Cgroups cgroups = cfs::Cgroups::kNone;
     bool gentle_fair_sleepers = true;   ///< sched_feat GENTLE_FAIR_SLEEPERS
     bool wakeup_preemption = true;      ///< sched_feat WAKEUP_PREEMPTION
-    /// What the balancer and wake_affine read as a CPU's load and utilisation: the runqueue's
-    /// instantaneous weights and busy state (false, the default), or PELT's averages (true).
-    bool pelt_balance = false;
+    /// What the balancer and wake_affine read as a CPU's load and utilisation: PELT's averages
+    /// (true, the default, as 3.11+ kernels) or the runqueue's instantaneous weights and busy
+    /// state (false, as 3.10's rq->load.weight).
+    bool pelt_balance = true;
   };
 
   explicit Cfs(Config c);
@@ -174,7 +175,7 @@ class Cfs final : public hv::SchedulerPolicy {
   /// last updated there), and v's share of its CPU's load (task_h_load). Without groups: v's weight.
   std::uint32_t group_weight(hv::VcpuId v, hv::PcpuId p) const;
   std::uint64_t task_h_load(hv::VcpuId v) const;
-  /// What the balancer reads (cfs_balance.cpp): with `balance_load: pelt`, p's PELT runnable load
+  /// What the balancer reads (cfs_balance.cpp): with `balance_load: pelt` (the default), p's PELT runnable load
   /// average (cpu_runnable_load, 5.1-5.6) and utilisation (cpu_util: running time of the tasks
   /// attached to p, blocked ones included, capped at capacity) and v's utilisation (task_util);
   /// otherwise p's summed runnable weights, capacity when busy else 0, and one CPU.

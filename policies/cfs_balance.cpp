@@ -113,10 +113,11 @@
 // - MODEL: the view does not say whether the balance mode refuses a mismatched pull outright
 //   (RFC v5-v9's can_migrate_task) or calls it cache-hot (mainline); this policy always does the
 //   latter.
-// - Loads: with `balance_load: pelt` the balancer reads PELT's averages as 5.5/5.6 do (cfs.cpp,
-//   "PELT for the balancer"): cpu_runnable_load for a CPU's load, cpu_util (blocked tasks'
-//   utilisation included) for its utilisation, task_h_load and task_util for a task's. MODEL,
-//   the default (`instant`): no PELT. A CPU's load is the sum of its runnable entities' weights
+// - Loads: with `balance_load: pelt` (the default) the balancer reads PELT's averages as 5.5/5.6
+//   do (cfs.cpp, "PELT for the balancer"): cpu_runnable_load for a CPU's load, cpu_util (blocked
+//   tasks' utilisation included) for its utilisation, task_h_load and task_util for a task's.
+//   With `instant` (3.10's weighted_cpuload = rq->load.weight, without its cpu_load[] indices):
+//   no PELT. A CPU's load is the sum of its runnable entities' weights
 //   now, a task's load its weight, or under task groups its weight times its group entity's
 //   share of its group runqueue's load (task_h_load), a busy CPU's utilisation its full capacity
 //   and an idle one's 0 (cpu_util), an entity's utilisation one CPU (task_util_est).

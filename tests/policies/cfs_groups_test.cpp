@@ -199,7 +199,9 @@ TEST(CfsGroups, ABurstyVmWhoseVcpusLookHeavyCannotPreemptABusyVm) {
   const double demand = 8 * 200.0 / 1200;
   for (const std::uint64_t seed : {1, 2, 3}) {
     for (const bool on : {false, true}) {
-      TestHost h(test::flat(4), test::exact_host(), seed, "cfs", groups(on));
+      sim::ParamValues params = groups(on);
+      params.set("balance_load", 0.0);  // instant: the balancer's loads are weights (README, "What the balancer reads")
+      TestHost h(test::flat(4), test::exact_host(), seed, "cfs", params);
       auto busy = h.add_vm(test::vm("busy", 4), test::workload("sysbench-cpu", {{"threads", 4}}), test::exact_guest());
       auto web = h.add_vm(test::vm("web", 4), compute_sleep(8, 200e3, 1e6), test::exact_guest());
       h.start();

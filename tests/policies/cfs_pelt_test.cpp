@@ -133,11 +133,12 @@ TEST(CfsPelt, ATaskRunnableHalfTheTimeCarriesHalfItsWeight) {
   // A task pinned to thread 0 alternates 1 ms of work and 1 ms halted (a plan of 1 ms segments
   // re-kicked 1 ms after each ends). Its load average follows 1024 while queued and 0 while
   // halted, with a 32.768 ms half-life, so it settles near 512, ripple +-1024 x (1 - 2^(-1/32.768))
-  // / 2 ~ 11. Expected after 500 ms: task_h_load within 512 +- 20; the default `instant` mode reads
-  // its weight, 1024.
+  // / 2 ~ 11. Expected after 500 ms: task_h_load within 512 +- 20; the `instant` mode reads its
+  // weight, 1024.
   for (const bool with_pelt : {true, false}) {
-    TestHost h(test::two_cores_ht(), test::exact_host(), 1,
-               TestHost::make_policy("cfs", with_pelt ? pelt() : sim::ParamValues{}));
+    sim::ParamValues instant;
+    instant.set("balance_load", 0.0);
+    TestHost h(test::two_cores_ht(), test::exact_host(), 1, TestHost::make_policy("cfs", with_pelt ? pelt() : instant));
     const VcpuId v = h.add_fake(test::vm("half", 1, topo::CpuSet::single(0))).vcpus[0];
     h.start();
     sim::Time t = 0;

@@ -448,8 +448,11 @@ struct AffineRig {
   }
 };
 
+// With instant loads (`balance_load: instant`): the expectations below are weights' arithmetic.
 hv::PcpuId affine_wake(const topo::TopologySpec& spec, std::uint32_t prev_hogs, bool by_waker, bool sync) {
-  AffineRig r(spec);
+  sim::ParamValues instant;
+  instant.set("balance_load", 0.0);
+  AffineRig r(spec, instant);
   r.build(1, prev_hogs);
   r.start_busy();
   r.ch.h.run_until(sim::ms(10));
