@@ -482,15 +482,12 @@ std::uint64_t Cfs::task_h_load(VcpuId v) const {
   if (cfg_.pelt_balance) {
     // task_h_load(): se->avg.load_avg * cfs_rq->h_load / (cfs_rq_load_avg + 1), with one group
     // level h_load = the group entity's average (see PELT above).
-    const auto avg = [&](const Entity& x) {
-      return pelt_toward(x.pelt, x.on_rq ? static_cast<double>(x.weight) : 0.0, hv_->now() - x.pelt_stamp);
-    };
-    double h = avg(e);
+    double h = load_avg_at(e, hv_->now());
     if (group_of(v) != kNoGroup) {
       const PcpuId r = e.on_rq ? e.rq : (e.last_rq != kNoPcpu ? e.last_rq : usable_.first());
       const CfsRq& q = grq(group_of(v), r);
       const double qa = pelt_toward(q.avg, static_cast<double>(q.load), hv_->now() - q.avg_stamp);
-      h = h * avg(ents_[gse_of(group_of(v), r)]) / (qa + 1);
+      h = h * load_avg_at(ents_[gse_of(group_of(v), r)], hv_->now()) / (qa + 1);
     }
     return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(h)));
   }
@@ -755,7 +752,7 @@ void Cfs::follow_task_avg(std::uint32_t g, PcpuId p, VcpuId v, sim::Time now) {
 
 void Cfs::age_task_avg(VcpuId v, sim::Time now) {
   Entity& e = ents_[v];
-  e.pelt = pelt_toward(e.pelt, e.on_rq ? static_cast<double>(e.weight) : 0.0, now - e.pelt_stamp);
+  e.pelt = load_avg_at(e, now);
   e.pelt_stamp = now;
 }
 
@@ -782,19 +779,37 @@ void Cfs::age_task_avg(VcpuId v, sim::Time now) {
 //   and a task's share through its group (task_h_load) from the averages of its task, its group
 //   entity and its group runqueue.
 
+double Cfs::load_avg_at(const Entity& e, sim::Time t) const {
+  return pelt_toward(e.pelt, e.on_rq ? static_cast<double>(e.weight) : 0.0, t - e.pelt_stamp);
+}
+
+double Cfs::util_avg_at(VcpuId v, sim::Time t) const {
+  const Entity& e = ents_[v];
+  const bool running = e.util_rq != kNoPcpu && rqs_[e.util_rq].running == v;
+  return pelt_toward(e.util, running ? static_cast<double>(kCapacityScale) : 0.0, t - e.util_stamp);
+}
+
+double Cfs::rq_load_avg_at(PcpuId p, sim::Time t) const {
+  const Runqueue& rq = rqs_[p];
+  return pelt_toward(rq.pelt_load, static_cast<double>(rq.load), t - rq.pelt_stamp);
+}
+
+double Cfs::rq_util_avg_at(PcpuId p, sim::Time t) const {
+  const Runqueue& rq = rqs_[p];
+  return pelt_toward(rq.pelt_util, rq.running != kNil ? static_cast<double>(kCapacityScale) : 0.0, t - rq.pelt_stamp);
+}
+
 void Cfs::pelt_age_rq(PcpuId p) {
   Runqueue& rq = rqs_[p];
-  const sim::Duration dt = clock_ - rq.pelt_stamp;
-  if (dt <= 0) return;
-  rq.pelt_load = pelt_toward(rq.pelt_load, static_cast<double>(rq.load), dt);
-  rq.pelt_util = pelt_toward(rq.pelt_util, rq.running != kNil ? static_cast<double>(kCapacityScale) : 0.0, dt);
+  if (clock_ <= rq.pelt_stamp) return;
+  rq.pelt_load = rq_load_avg_at(p, clock_);
+  rq.pelt_util = rq_util_avg_at(p, clock_);
   rq.pelt_stamp = clock_;
 }
 
 void Cfs::pelt_age_util(VcpuId v) {
   Entity& e = ents_[v];
-  const bool running = e.util_rq != kNoPcpu && rqs_[e.util_rq].running == v;
-  e.util = pelt_toward(e.util, running ? static_cast<double>(kCapacityScale) : 0.0, clock_ - e.util_stamp);
+  e.util = util_avg_at(v, clock_);
   e.util_stamp = clock_;
 }
 
@@ -827,23 +842,18 @@ void Cfs::pelt_set_running(PcpuId p, VcpuId v) {
 std::uint64_t Cfs::cpu_load(PcpuId p) const {
   const Runqueue& rq = rqs_[p];
   if (!cfg_.pelt_balance) return rq.load;
-  return static_cast<std::uint64_t>(std::llround(pelt_toward(rq.pelt_load, static_cast<double>(rq.load), hv_->now() - rq.pelt_stamp)));
+  return static_cast<std::uint64_t>(std::llround(rq_load_avg_at(p, hv_->now())));
 }
 
 std::uint64_t Cfs::cpu_util(PcpuId p) const {
   const Runqueue& rq = rqs_[p];
   if (!cfg_.pelt_balance) return rq.nr_running > 0 ? kCapacityScale : 0;
-  const double u = pelt_toward(rq.pelt_util, rq.running != kNil ? static_cast<double>(kCapacityScale) : 0.0,
-                               hv_->now() - rq.pelt_stamp);
-  return std::min<std::uint64_t>(kCapacityScale, static_cast<std::uint64_t>(std::llround(u)));
+  return std::min<std::uint64_t>(kCapacityScale, static_cast<std::uint64_t>(std::llround(rq_util_avg_at(p, hv_->now()))));
 }
 
 std::uint64_t Cfs::task_util(VcpuId v) const {
   if (!cfg_.pelt_balance) return kCapacityScale;
-  const Entity& e = ents_[v];
-  const bool running = e.util_rq != kNoPcpu && rqs_[e.util_rq].running == v;
-  const double u = pelt_toward(e.util, running ? static_cast<double>(kCapacityScale) : 0.0, hv_->now() - e.util_stamp);
-  return std::min<std::uint64_t>(kCapacityScale, static_cast<std::uint64_t>(std::llround(u)));
+  return std::min<std::uint64_t>(kCapacityScale, static_cast<std::uint64_t>(std::llround(util_avg_at(v, hv_->now()))));
 }
 
 double Cfs::group_avg(VcpuId v, PcpuId p) const {
@@ -1667,21 +1677,19 @@ std::string Cfs::check_consistency() const {
     for (VcpuId v = 0; v < ents_.size(); ++v) {
       const Entity& e = ents_[v];
       if (e.on_rq && q_index(v, e.rq) == e.rq)
-        pl[e.rq] += pelt_toward(e.pelt, static_cast<double>(e.weight), hv_->now() - e.pelt_stamp);
+        pl[e.rq] += load_avg_at(e, hv_->now());
       if (is_task(v) && e.on_rq && e.util_rq != e.rq) return at("queued task's utilisation attached elsewhere:", v);
       if (is_task(v) && e.util_rq != kNoPcpu) {
         if (e.util_rq >= rqs_.size()) return at("utilisation attached to no runqueue:", v);
-        const bool running = rqs_[e.util_rq].running == v;
-        pu[e.util_rq] += pelt_toward(e.util, running ? static_cast<double>(kCapacityScale) : 0.0, hv_->now() - e.util_stamp);
+        pu[e.util_rq] += util_avg_at(v, hv_->now());
       }
     }
     for (PcpuId p = 0; p < rqs_.size(); ++p) {
       const Runqueue& rq = rqs_[p];
       if (rq.running != kNil && (!is_task(rq.running) || ents_[rq.running].util_rq != p))
         return at("PELT's running task not attached to", p);
-      const double load = pelt_toward(rq.pelt_load, static_cast<double>(rq.load), hv_->now() - rq.pelt_stamp);
-      const double util = pelt_toward(rq.pelt_util, rq.running != kNil ? static_cast<double>(kCapacityScale) : 0.0,
-                                      hv_->now() - rq.pelt_stamp);
+      const double load = rq_load_avg_at(p, hv_->now());
+      const double util = rq_util_avg_at(p, hv_->now());
       // The sums are kept by additions and subtractions: they drift by rounding over a run.
       if (std::fabs(load - pl[p]) > 1e-6 * std::max(1.0, load) + 1e-3) return at("PELT load average wrong on", p);
       if (std::fabs(util - pu[p]) > 1e-6 * std::max(1.0, util) + 1e-3) return at("PELT utilisation average wrong on", p);

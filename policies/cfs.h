@@ -417,6 +417,12 @@ class Cfs final : public hv::SchedulerPolicy {
   /// balance_load: pelt. Bring p's averages to clock_ (before its load or running task
   /// changes), v's utilisation to clock_, and attach v's utilisation to p (taking it from the
   /// pCPU it was attached to: migrate_task_rq_fair's remove, attach_entity_load_avg).
+  /// PELT's averages as they stand at t (>= their stamps), without storing them: an entity's
+  /// load, a task's utilisation, a runqueue's runnable load and utilisation.
+  double load_avg_at(const Entity& e, sim::Time t) const;
+  double util_avg_at(hv::VcpuId v, sim::Time t) const;
+  double rq_load_avg_at(hv::PcpuId p, sim::Time t) const;
+  double rq_util_avg_at(hv::PcpuId p, sim::Time t) const;
   void pelt_age_rq(hv::PcpuId p);
   void pelt_age_util(hv::VcpuId v);
   void pelt_attach_util(hv::VcpuId v, hv::PcpuId p);
